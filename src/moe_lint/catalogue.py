@@ -1,0 +1,302 @@
+"""The rule catalogue: YAML packs (policy as data) plus registered Python checks.
+
+Built-in packs live in the top-level ``rules/`` folder of the source tree, which the wheel ships
+as ``moe_lint/rules``. Extra packs come from ``--rules FILE`` or ``[tool.moe-lint] rules``; such
+packs are data only: their conditions run in the sandboxed expression language and may name a
+registered Python check, but can never import or execute code. Third-party packages add packs
+and checks through the ``moe_lint.rules`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from moe_lint.errors import RulePackError
+from moe_lint.expr import (
+    CONFIG_FUNCTIONS,
+    FACT_NAMES,
+    FUNCTIONS,
+    SECTION_NAMES,
+    Compiled,
+    Template,
+    compile_expr,
+    compile_template,
+)
+from moe_lint.findings import APPLICABILITIES, SEVERITIES
+
+ENTRY_POINT_GROUP = "moe_lint.rules"
+_CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_RULE_KEYS = {
+    "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
+    "derivation", "fix", "source", "docs",
+}  # fmt: skip
+_DOC_KEYS = {"what", "why", "example", "use_instead", "references", "example_args"}
+_FIX_KEYS = {"title", "applicability", "set"}
+
+
+@dataclass(frozen=True)
+class PythonCheck:
+    """A check that needs code; yields violations with the parameters its templates use."""
+
+    func: Callable[..., Iterable[Any]]
+    params: frozenset[str]
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    title: Template
+    applicability: str
+    sets: tuple[tuple[str, Compiled], ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One validated rule entry."""
+
+    code: str
+    name: str
+    severity: str
+    summary: str
+    path: str | None
+    related: tuple[str, ...]
+    lets: tuple[tuple[str, Compiled], ...]
+    when: Compiled | None
+    check: str | None
+    message: Template
+    derivation: Template | None
+    fix: FixSpec | None
+    source: str
+    docs: dict[str, Any]
+    pack: str
+    #: Fact names any of its expressions read (for the automatic derivation line).
+    facts_used: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass
+class Catalogue:
+    rules: list[Rule]
+    by_code: dict[str, Rule]
+    by_name: dict[str, Rule]
+    checks: dict[str, PythonCheck]
+
+    def resolve(self, selector: str) -> list[Rule]:
+        """Rules matched by a code, a name, a code prefix (``PAR``) or ``ALL``."""
+        sel = selector.strip()
+        if sel.upper() == "ALL":
+            return list(self.rules)
+        if sel in self.by_name:
+            return [self.by_name[sel]]
+        return [r for r in self.rules if r.code.startswith(sel.upper())]
+
+
+@cache
+def bridge_fields() -> dict[str, Any]:
+    """Known Bridge keys per section (``data/bridge_fields.json``)."""
+    path = Path(__file__).with_name("data") / "bridge_fields.json"
+    with path.open(encoding="utf-8") as handle:
+        data: dict[str, Any] = json.load(handle)
+    return data
+
+
+def field_exists(section: str, name: str) -> bool:
+    """True when ``section.name`` is a field rules may read."""
+    from moe_lint.schema import SECTIONS
+
+    typed = SECTIONS.get(section)
+    if typed is not None and name in typed.model_fields:
+        return True
+    known = bridge_fields().get("sections", {}).get(section)
+    if known is not None and name in known:
+        return True
+    return section == "env_vars"
+
+
+def builtin_rules_dir() -> Path:
+    """``rules/`` inside an installed wheel, or the top-level folder of a source checkout."""
+    here = Path(__file__).resolve().parent
+    installed = here / "rules"
+    if installed.is_dir():
+        return installed
+    return here.parent.parent / "rules"
+
+
+def builtin_checks() -> dict[str, PythonCheck]:
+    from moe_lint import checks
+
+    return dict(checks.REGISTRY)
+
+
+def _load_yaml(path: Path) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=loader)
+    except OSError as exc:
+        raise RulePackError(f"{path}: cannot read rule pack: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        from moe_lint.load import _yaml_error_message
+
+        raise RulePackError(f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}") from None
+
+
+def _rule_from_entry(
+    entry: Any, where: str, pack: str, checks: dict[str, PythonCheck]
+) -> Rule:
+    if not isinstance(entry, dict):
+        raise RulePackError(f"{where}: each rule must be a mapping")
+    unknown = set(entry) - _RULE_KEYS
+    if unknown:
+        raise RulePackError(f"{where}: unknown rule keys {sorted(unknown)}")
+    code = entry.get("code")
+    if not isinstance(code, str) or not _CODE.match(code):
+        raise RulePackError(f"{where}: code {code!r} must look like ABC123")
+    where = f"{where} {code}"
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RulePackError(f"{where}: name {name!r} must be kebab-case")
+    severity = entry.get("severity")
+    if severity not in SEVERITIES:
+        raise RulePackError(f"{where}: severity must be one of {SEVERITIES}")
+    for key in ("summary", "message", "source"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise RulePackError(f"{where}: {key!r} is required")
+    docs = entry.get("docs")
+    if not isinstance(docs, dict) or set(docs) - _DOC_KEYS:
+        raise RulePackError(f"{where}: docs must be a mapping with keys from {sorted(_DOC_KEYS)}")
+    for key in ("what", "why", "example", "use_instead"):
+        if not isinstance(docs.get(key), str) or not docs[key].strip():
+            raise RulePackError(f"{where}: docs.{key} is required")
+    when, check = entry.get("when"), entry.get("check")
+    if (when is None) == (check is None):
+        raise RulePackError(f"{where}: give exactly one of 'when' or 'check'")
+    names: set[str] = set(FACT_NAMES) | set(FUNCTIONS) | set(CONFIG_FUNCTIONS) | SECTION_NAMES
+    if check is not None:
+        if check not in checks:
+            raise RulePackError(f"{where}: unknown check {check!r}")
+        names |= checks[check].params
+    lets: list[tuple[str, Compiled]] = []
+    raw_lets = entry.get("let") or {}
+    if not isinstance(raw_lets, dict):
+        raise RulePackError(f"{where}: 'let' must be a mapping of name: expression")
+    for let_name, text in raw_lets.items():
+        if not str(let_name).isidentifier() or let_name in names:
+            raise RulePackError(f"{where}: bad or shadowing let name {let_name!r}")
+        lets.append((let_name, compile_expr(str(text), f"{where} let.{let_name}", frozenset(names), field_exists)))
+        names.add(let_name)
+    frozen = frozenset(names)
+    compiled_when = compile_expr(str(when), f"{where} when", frozen, field_exists) if when else None
+    path = entry.get("path")
+    if path is None and check is None:
+        raise RulePackError(f"{where}: 'path' is required for condition rules")
+    if path is not None and (not isinstance(path, str) or path.split(".")[0] not in SECTION_NAMES):
+        raise RulePackError(f"{where}: path {path!r} must start with a config section")
+    related = entry.get("related") or []
+    if not isinstance(related, list) or not all(isinstance(p, str) for p in related):
+        raise RulePackError(f"{where}: 'related' must be a list of config paths")
+    message = compile_template(entry["message"], f"{where} message", frozen, field_exists)
+    derivation = (
+        compile_template(entry["derivation"], f"{where} derivation", frozen, field_exists)
+        if entry.get("derivation")
+        else None
+    )
+    fix = None
+    if entry.get("fix") is not None:
+        raw_fix = entry["fix"]
+        if not isinstance(raw_fix, dict) or set(raw_fix) - _FIX_KEYS or "title" not in raw_fix:
+            raise RulePackError(f"{where}: fix needs 'title' and optional applicability/set")
+        applicability = raw_fix.get("applicability", "display-only")
+        if applicability not in APPLICABILITIES:
+            raise RulePackError(f"{where}: fix applicability must be one of {APPLICABILITIES}")
+        sets = []
+        for set_path, text in (raw_fix.get("set") or {}).items():
+            if str(set_path).split(".")[0] not in SECTION_NAMES:
+                raise RulePackError(f"{where}: fix path {set_path!r} must start with a section")
+            sets.append((str(set_path), compile_expr(str(text), f"{where} fix.set", frozen, field_exists)))
+        if applicability != "display-only" and not sets and check is None:
+            raise RulePackError(f"{where}: an applicable fix needs 'set' values")
+        fix = FixSpec(
+            compile_template(raw_fix["title"], f"{where} fix.title", frozen, field_exists),
+            applicability,
+            tuple(sets),
+        )
+    used: set[str] = set()
+    for compiled in [c for _, c in lets] + ([compiled_when] if compiled_when else []):
+        used |= compiled.names
+    for template in (message, derivation, fix.title if fix else None):
+        if template is not None:
+            used |= {f for f in template.fields if "." not in f}
+    return Rule(
+        code=code,
+        name=name,
+        severity=severity,
+        summary=entry["summary"].strip(),
+        path=path,
+        related=tuple(related),
+        lets=tuple(lets),
+        when=compiled_when,
+        check=check,
+        message=message,
+        derivation=derivation,
+        fix=fix,
+        source=entry["source"].strip(),
+        docs=docs,
+        pack=pack,
+        facts_used=frozenset(used & FACT_NAMES),
+    )
+
+
+def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
+    """Load and validate one pack file."""
+    data = _load_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise RulePackError(f"{path}: a rule pack is a mapping with a 'rules' list")
+    pack = str(data.get("pack") or path.stem)
+    return [
+        _rule_from_entry(entry, f"{path.name}[{i}]", pack, checks)
+        for i, entry in enumerate(data["rules"])
+    ]
+
+
+def _entry_point_plugins() -> list[tuple[str, Any]]:
+    from importlib.metadata import entry_points
+
+    return [(ep.name, ep) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True) -> Catalogue:
+    """Built-in packs, entry-point plugins, then extra packs; codes and names must be unique."""
+    checks = builtin_checks()
+    pack_paths: list[Path] = sorted(builtin_rules_dir().glob("*.yaml"))
+    if plugins:
+        for name, ep in _entry_point_plugins():
+            try:
+                provided = ep.load()()
+            except Exception as exc:  # a broken plugin must not take the linter down
+                raise RulePackError(f"rule plugin {name!r} failed to load: {exc}") from None
+            for check_name, check in (provided.get("checks") or {}).items():
+                checks[str(check_name)] = check
+            pack_paths.extend(Path(p) for p in provided.get("packs") or ())
+    pack_paths.extend(Path(p) for p in extra_packs)
+    rules: list[Rule] = []
+    by_code: dict[str, Rule] = {}
+    by_name: dict[str, Rule] = {}
+    for path in pack_paths:
+        for rule in load_pack(path, checks):
+            if rule.code in by_code:
+                raise RulePackError(f"{path}: rule code {rule.code} is defined twice")
+            if rule.name in by_name:
+                raise RulePackError(f"{path}: rule name {rule.name} is defined twice")
+            by_code[rule.code] = rule
+            by_name[rule.name] = rule
+            rules.append(rule)
+    rules.sort(key=lambda r: r.code)
+    return Catalogue(rules, by_code, by_name, checks)

@@ -1,0 +1,197 @@
+"""Python checks: the few rules whose logic needs code (walking keys, per-item fixes).
+
+Each check is registered by name in :data:`REGISTRY`; a rule pack entry refers to it with
+``check: <name>`` and supplies the code, severity, docs and message template as data. Checks
+yield :class:`~moe_lint.engine.Violation` objects carrying the template parameters.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from moe_lint.catalogue import PythonCheck, bridge_fields
+from moe_lint.load import format_path
+from moe_lint.locate import replace_item_edit
+
+if TYPE_CHECKING:
+    from moe_lint.engine import Context, Violation
+
+
+def _violation(path: str, **params: Any) -> Violation:
+    from moe_lint.engine import Violation
+
+    return Violation(path=path, params=params)
+
+
+def _suggest(word: str, candidates: list[str]) -> str | None:
+    match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+def unknown_keys(ctx: Context) -> Iterator[Violation]:
+    """Keys Bridge does not know: it skips them with only a log line, so typos are silent."""
+    catalogue = bridge_fields()
+    sections: dict[str, dict[str, str]] = catalogue["sections"]
+    top_level = set(catalogue.get("top_level") or sections)
+    free_form = set(catalogue.get("free_form") or ())
+    raw = ctx.config.doc.data
+    for part in ctx.config.root:
+        raw = raw[part]
+
+    def walk(node: dict[str, Any], section: str) -> Iterator[Violation]:
+        known = sections.get(section)
+        if known is None or section in free_form:
+            return
+        for key, value in node.items():
+            if key == "_target_":
+                continue
+            dotted = f"{section}.{key}"
+            if dotted in free_form:
+                continue
+            if key not in known:
+                guess = _suggest(key, sorted(known))
+                elsewhere = [s for s, fields in sections.items() if key in fields and s != section]
+                if guess:
+                    hint = f"did you mean '{section}.{guess}'?"
+                elif elsewhere:
+                    hint = f"it belongs under '{elsewhere[0]}', not '{section}'"
+                else:
+                    hint = f"'{section}' has no such field"
+                yield _violation(dotted, key=dotted, hint=hint)
+            elif isinstance(value, dict) and dotted in sections:
+                yield from walk(value, dotted)
+
+    for key, value in raw.items():
+        if key == "_target_":
+            continue
+        if key not in top_level:
+            guess = _suggest(key, sorted(top_level)) or (
+                "dataset" if key == "data" else None
+            )
+            hint = f"did you mean '{guess}'?" if guess else "not a ConfigContainer section"
+            yield _violation(key, key=key, hint=hint)
+        elif isinstance(value, dict):
+            yield from walk(value, key)
+
+
+def type_problems(ctx: Context) -> Iterator[Violation]:
+    """Values Bridge's dataclasses would reject (wrong type, out of range, bad choice)."""
+    for problem in ctx.config.type_problems:
+        yield _violation(problem.path, key=problem.path, value=problem.value, problem=problem.message)
+
+
+def duplicate_keys(ctx: Context) -> Iterator[Violation]:
+    """A key written twice in one mapping: YAML keeps the last, OmegaConf refuses the file."""
+    from moe_lint.engine import Violation
+
+    root = ctx.config.root
+    for path, _span in ctx.config.doc.duplicates:
+        logical = path[len(root):] if path[: len(root)] == root else path
+        yield Violation(path=format_path(logical), params={"key": format_path(logical)})
+
+
+def unresolved_interpolations(ctx: Context) -> Iterator[Violation]:
+    """``${TP}``-style placeholders: the value is decided when the template is filled in."""
+    for dotted in ctx.config.interpolations:
+        yield _violation(dotted, key=dotted, value=ctx.config.get(dotted))
+
+
+#: Recompute labels the pinned Megatron-Core accepts (domain 01 §b.4, 02 RC-05).
+RECOMPUTE_LABELS = (
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
+    "gdn_norm_out",
+)  # fmt: skip
+#: Shorthands used by the long-context guidance itself (domain 01 §a.5.1) -> real labels.
+RECOMPUTE_ALIASES = {"up_proj": "mla_up_proj", "norm": "layernorm"}
+
+
+def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
+    """Labels Megatron-Core asserts on; the guidance's own shorthands get a safe fix."""
+    from moe_lint.engine import Violation
+
+    cfg = ctx.config
+    modules = cfg.values.get("model.recompute_modules")
+    if not isinstance(modules, list) or cfg.origin.get("model.recompute_modules") not in ("file", "override"):
+        return
+    for i, label in enumerate(modules):
+        if label in RECOMPUTE_LABELS:
+            continue
+        path = f"model.recompute_modules[{i}]"
+        replacement = RECOMPUTE_ALIASES.get(str(label))
+        edits = []
+        if replacement is not None:
+            edit = replace_item_edit(cfg.doc, cfg.physical(path), replacement)
+            if edit is not None:
+                edits.append(edit)
+            hint = f"use '{replacement}' (the Megatron-Core name for '{label}')"
+        else:
+            guess = _suggest(str(label), list(RECOMPUTE_LABELS))
+            hint = f"did you mean '{guess}'?" if guess else "remove it"
+        yield Violation(
+            path=path,
+            params={"label": label, "hint": hint, "allowed": ", ".join(RECOMPUTE_LABELS)},
+            edits=edits,
+        )
+
+
+def unused_suppressions(ctx: Context) -> Iterator[Violation]:
+    """Suppression comments (or codes in them) that suppressed nothing."""
+    from moe_lint.engine import Violation
+
+    catalogue = ctx.catalogue
+    for sup in ctx.suppressions:
+        for code in sup.codes:
+            rule = catalogue.by_code.get(code) or catalogue.by_name.get(code)
+            if rule is None or rule.code in sup.used:
+                continue
+            yield Violation(
+                path=_line_path(ctx, sup.line),
+                params={"code": code, "line": sup.line},
+                at=(sup.line, sup.column),
+            )
+
+
+def unknown_suppressions(ctx: Context) -> Iterator[Violation]:
+    """Suppression comments naming a code or rule name that does not exist."""
+    from moe_lint.engine import Violation
+
+    catalogue = ctx.catalogue
+    for sup in ctx.suppressions:
+        for code in sup.codes:
+            if code in catalogue.by_code or code in catalogue.by_name:
+                continue
+            guess = _suggest(code, sorted(catalogue.by_code) + sorted(catalogue.by_name))
+            hint = f"did you mean {guess}?" if guess else "see `moe-lint rules`"
+            yield Violation(
+                path=_line_path(ctx, sup.line),
+                params={"code": code, "line": sup.line, "hint": hint},
+                at=(sup.line, sup.column),
+            )
+
+
+def _line_path(ctx: Context, line: int) -> str:
+    """The config path of the key on ``line`` (findings are located by path, not line)."""
+    best = None
+    root = ctx.config.root
+    for path, span in ctx.config.doc.spans.items():
+        start = span.key_start or span.value_start
+        if start.line == line and path[: len(root)] == root and (best is None or len(path) < len(best)):
+            best = path
+    if best is None:
+        return "<comment>"
+    return format_path(best[len(root):]) or "<comment>"
+
+
+REGISTRY: dict[str, PythonCheck] = {
+    "unused-suppressions": PythonCheck(unused_suppressions, frozenset({"code", "line"})),
+    "unknown-suppressions": PythonCheck(unknown_suppressions, frozenset({"code", "line", "hint"})),
+    "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
+    "type-problems": PythonCheck(type_problems, frozenset({"key", "value", "problem"})),
+    "duplicate-keys": PythonCheck(duplicate_keys, frozenset({"key"})),
+    "unresolved-interpolations": PythonCheck(unresolved_interpolations, frozenset({"key", "value"})),
+    "unknown-recompute-labels": PythonCheck(
+        unknown_recompute_labels, frozenset({"label", "hint", "allowed"})
+    ),
+}

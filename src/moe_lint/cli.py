@@ -1,0 +1,297 @@
+"""Command line: ``moe-lint [check] FILES [overrides]``, ``moe-lint rules``, ``moe-lint explain``.
+
+The only module that prints or decides the exit code: 0 nothing at or above ``--fail-on``,
+1 findings, 2 usage or input error (one clear line, no traceback), 3 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from moe_lint import __version__
+from moe_lint.errors import InputError, RulePackError, UsageError
+from moe_lint.findings import SEVERITY_RANK, Finding
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+FORMATS = ("text", "concise", "json")
+SUBCOMMANDS = ("check", "rules", "explain")
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="moe-lint", description="Lint long-context MoE Megatron Bridge configs.")
+    p.add_argument("args", nargs="*", metavar="FILE|OVERRIDE",
+                   help="config files, then Hydra-style overrides (model.context_parallel_size=16)")
+    p.add_argument("--version", action="version", version=f"moe-lint {__version__}")
+    cluster = p.add_argument_group("cluster and model")
+    cluster.add_argument("--gpus", type=str, help="total GPUs (world size)")
+    cluster.add_argument("--nodes", type=str, help="number of nodes (with --gpus-per-node)")
+    cluster.add_argument("--gpus-per-node", type=str, help="GPUs per node")
+    cluster.add_argument("--gpu", help="GPU type: h100, h200, b200, b300, gb200, gb300, a100")
+    cluster.add_argument("--model", help="architecture preset, e.g. deepseek-v3, qwen3-235b-a22b")
+    out = p.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, help="output format (default: text)")
+    out.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    sel = p.add_argument_group("rule selection")
+    sel.add_argument("--select", type=_csv, help="rules to enable (codes, names, prefixes, ALL)")
+    sel.add_argument("--extend-select", type=_csv, default=[], help="rules to add")
+    sel.add_argument("--ignore", type=_csv, default=[], help="rules to disable")
+    sel.add_argument("--rules", action="append", default=[], metavar="PACK",
+                     help="extra rule pack (YAML, data only); repeatable")
+    sel.add_argument("--fail-on", choices=("error", "warning", "info"),
+                     help="lowest severity that fails the run (default: error)")
+    sel.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    sel.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read settings from")
+    sel.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
+    fx = p.add_argument_group("fixes")
+    fx.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fx.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    fx.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
+    return p
+
+
+def _use_color(stream: TextIO, choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] == "rules":
+            return _cmd_rules(args[1:])
+        if args and args[0] == "explain":
+            return _cmd_explain(args[1:])
+        if args and args[0] == "check":
+            args = args[1:]
+        return _cmd_check(args)
+    except (UsageError, RulePackError) as exc:
+        print(f"moe-lint: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last resort: one line, exit 3, never a traceback by default
+        print(f"moe-lint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if os.environ.get("MOE_LINT_DEBUG"):
+            raise
+        return EXIT_INTERNAL
+
+
+def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
+    from moe_lint.settings import Settings, find_pyproject, load_pyproject
+
+    if ns.isolated:
+        return Settings(), None
+    path = Path(ns.config) if ns.config else find_pyproject(Path.cwd())
+    if ns.config and not path.is_file():  # type: ignore[union-attr]
+        raise UsageError(f"--config {ns.config}: no such file")
+    return load_pyproject(path)
+
+
+def _cmd_check(argv: list[str]) -> int:
+    ns = _check_parser().parse_args(argv)
+    from moe_lint.catalogue import load_catalogue
+    from moe_lint.lint import FileResult, lint_path
+    from moe_lint.overrides import looks_like_override, parse_override
+
+    files: list[str] = []
+    overrides = []
+    for arg in ns.args:
+        if looks_like_override(arg) and not os.path.exists(arg):
+            try:
+                overrides.append(parse_override(arg))
+            except InputError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            if overrides:
+                raise UsageError(f"{arg}: files must come before overrides")
+            files.append(arg)
+    if not files:
+        raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
+    settings, fmt_setting = _settings_for(ns)
+    if ns.select is not None:
+        settings.select = ns.select
+    settings.extend_select = settings.extend_select + ns.extend_select
+    settings.ignore = settings.ignore + ns.ignore
+    if ns.fail_on:
+        settings.fail_on = ns.fail_on
+    fmt = ns.format or fmt_setting or "text"
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    cli_cluster = {k: v for k, v in (("gpus", ns.gpus), ("nodes", ns.nodes),
+                                     ("gpus-per-node", ns.gpus_per_node), ("gpu", ns.gpu),
+                                     ("model", ns.model)) if v is not None}
+    if cli_cluster:
+        from moe_lint.settings import Settings, apply_cluster
+
+        apply_cluster(Settings(), cli_cluster, "command line")  # validate once, up front
+    catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
+    # Validate selectors before linting anything.
+    for selector in [*(settings.select or []), *settings.extend_select, *settings.ignore]:
+        if not catalogue.resolve(selector):
+            raise UsageError(f"unknown rule selector {selector!r}")
+
+    results: list[FileResult] = []
+    for path in files:
+        result = lint_path(path, catalogue, settings, overrides, cli_cluster)
+        if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
+            result = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+        results.append(result)
+    return _report(results, settings.fail_on, fmt, ns)
+
+
+def _fix_file(result: Any, catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any,
+              ns: argparse.Namespace) -> Any:
+    from moe_lint.fix import fix_loop, unified_diff, write_atomic
+    from moe_lint.lint import lint_text
+
+    doc = result.doc
+
+    def relint(text: str) -> list[Finding]:
+        again = lint_text(text, catalogue, settings, overrides, cli_cluster, path=doc.path)
+        if again.error is not None:
+            raise InputError(f"fix produced an unparsable file: {again.error}")
+        return again.findings
+
+    new_text, remaining, _passes = fix_loop(doc.text, relint, ns.unsafe_fixes)
+    if new_text != doc.text:
+        if ns.diff:
+            sys.stdout.write(unified_diff(doc.path, doc.text, new_text))
+        else:
+            write_atomic(doc.path, new_text, doc.had_bom)
+        result.findings = remaining
+        refreshed = lint_text(new_text, catalogue, settings, overrides, cli_cluster, path=doc.path)
+        result.doc = refreshed.doc
+        result.findings = refreshed.findings
+    return result
+
+
+def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
+    from moe_lint import report
+
+    findings: list[Finding] = [f for r in results for f in r.findings]
+    errors = [r for r in results if r.error is not None]
+    out = sys.stdout
+    for r in errors:
+        print(f"{r.path}: error: {r.error}", file=sys.stderr)
+    if fmt == "json":
+        out.write(report.to_json(findings))
+    elif fmt == "concise":
+        out.write(report.concise(findings))
+    else:
+        rows: list[list[Any]] = []
+        for r in results:
+            lines = r.doc.lines if r.doc is not None else None
+            for finding in r.findings:
+                rows.extend(report.text_segments(finding, lines))
+                rows.append([("", None)])
+        for r in results:
+            if r.notice:
+                rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
+        if not ns.quiet and not errors:
+            fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
+            unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
+            linted = sum(1 for r in results if r.notice is None)
+            rows.append(report.summary(findings, linted, fixable, unsafe))
+        if rows:
+            if _use_color(out, ns.color):
+                report.render_rich(rows, out)
+            else:
+                out.write(report.render_plain(rows))
+    if errors:
+        return EXIT_USAGE
+    threshold = SEVERITY_RANK[fail_on]
+    failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
+    if failing and not ns.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _catalogue_for(argv: list[str]) -> tuple[Any, argparse.Namespace]:
+    p = _Parser(prog="moe-lint")
+    p.add_argument("target", nargs="?")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--rules", action="append", default=[])
+    ns = p.parse_args(argv)
+    from moe_lint.catalogue import load_catalogue
+
+    return load_catalogue(extra_packs=ns.rules), ns
+
+
+def rule_json(rule: Any) -> dict[str, Any]:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "severity": rule.severity,
+        "summary": rule.summary,
+        "pack": rule.pack,
+        "fix": rule.fix.applicability if rule.fix else None,
+        "source": rule.source,
+        "docs": rule.docs,
+    }
+
+
+def _cmd_rules(argv: list[str]) -> int:
+    catalogue, ns = _catalogue_for(argv)
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
+        return EXIT_OK
+    width = max(len(r.name) for r in catalogue.rules)
+    for r in catalogue.rules:
+        fix = {"safe": "fix", "unsafe": "fix*", "display-only": "hint"}.get(
+            r.fix.applicability if r.fix else "", "")
+        print(f"{r.code:<6}  {r.name:<{width}}  {r.severity:<7}  {fix:<4}  {r.summary}")
+    return EXIT_OK
+
+
+def explain_text(rule: Any) -> str:
+    docs = rule.docs
+    lines = [f"# {rule.name} ({rule.code})", "",
+             f"Severity: {rule.severity}. Fix: "
+             f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}.", "",
+             "## What it does", docs["what"].strip(), "", "## Why is this bad?",
+             docs["why"].strip(), "", "## Example", "```yaml", docs["example"].rstrip(), "```"]
+    if docs.get("example_args"):
+        lines.append(f"(linted with `{docs['example_args']}`)")
+    lines += ["", "## Use instead", "```yaml", docs["use_instead"].rstrip(), "```"]
+    if docs.get("references"):
+        lines += ["", "## References", *[f"- {ref}" for ref in docs["references"]]]
+    lines += ["", "## Suppress", f"`# moe-lint: disable={rule.code} -- reason`"]
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_explain(argv: list[str]) -> int:
+    catalogue, ns = _catalogue_for(argv)
+    if not ns.target:
+        raise UsageError("explain needs a rule code or name")
+    rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
+    if rule is None:
+        raise UsageError(f"no rule {ns.target!r} (see `moe-lint rules`)")
+    if ns.format == "json":
+        sys.stdout.write(json.dumps(rule_json(rule), indent=2) + "\n")
+    else:
+        sys.stdout.write(explain_text(rule))
+    return EXIT_OK

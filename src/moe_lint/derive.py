@@ -1,0 +1,211 @@
+"""Stage 3: quantities Megatron computes at startup, each with the arithmetic behind it.
+
+Dense layers run on TP·CP·DP·PP ranks; experts fold onto the same ranks as ETP·EP·EDP·PP
+("MoE parallel folding", domain 02 §1), so the world must divide by both TP·CP·PP and ETP·EP·PP
+and the smallest feasible world is PP·lcm(TP·CP, ETP·EP). A quantity that cannot be computed
+(an unset field, a world that does not divide) is recorded with its reason instead of a value;
+rules that read it are skipped, so one root cause gives one finding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from moe_lint.normalize import Config
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A derived value and the one-line derivation that produced it."""
+
+    value: Any
+    derivation: str
+
+
+@dataclass
+class Cluster:
+    """Cluster settings resolved from CLI, file directive and pyproject."""
+
+    gpus: int | None = None
+    gpus_per_node: int | None = None
+    gpu: str | None = None
+    gpu_spec: dict[str, Any] | None = None
+
+
+@dataclass
+class Facts:
+    """All derived quantities for one config; missing ones carry the reason."""
+
+    values: dict[str, Fact] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def put(self, name: str, value: Any, derivation: str) -> None:
+        self.values[name] = Fact(value, derivation)
+
+    def miss(self, name: str, reason: str) -> None:
+        self.missing[name] = reason
+
+
+def pow2_round(x: float) -> int:
+    """Nearest power of two to ``x`` in log space (at least 1)."""
+    if x <= 1:
+        return 1
+    return int(2 ** round(math.log2(x)))
+
+
+def is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _fmt(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) and abs(n) >= 10_000 else str(n)
+
+
+def derive(cfg: Config, cluster: Cluster) -> Facts:
+    """Compute DP, EDP, minimum world, microbatches, tokens per shard and friends."""
+    f = Facts()
+    v = cfg.values
+
+    def known(dotted: str) -> bool:
+        return dotted in v and dotted not in cfg.unknown
+
+    size_names = {
+        "tp": "model.tensor_model_parallel_size",
+        "pp": "model.pipeline_model_parallel_size",
+        "cp": "model.context_parallel_size",
+        "ep": "model.expert_model_parallel_size",
+        "etp": "model.expert_tensor_parallel_size",
+    }
+    sizes: dict[str, int] = {}
+    for short, dotted in size_names.items():
+        if known(dotted):
+            sizes[short] = int(v[dotted])
+            note = cfg.notes.get(dotted) or (
+                f"{short.upper()}={v[dotted]} ({cfg.origin.get(dotted, 'default')})"
+            )
+            f.put(short, sizes[short], note)
+        else:
+            f.miss(short, f"{dotted} is not set to a usable value")
+    vpp = v.get("model.virtual_pipeline_model_parallel_size")
+    f.put("vpp", vpp, f"VPP={vpp}")
+    sp = bool(v.get("model.sequence_parallel"))
+    f.put("sp", sp, cfg.notes.get("model.sequence_parallel", f"sequence_parallel={sp}"))
+
+    if len(sizes) == len(size_names):
+        tp, pp, cp, ep, etp = (sizes[k] for k in ("tp", "pp", "cp", "ep", "etp"))
+        dense = tp * cp
+        expert = etp * ep
+        f.put("dense_mesh", dense, f"dense TP·CP = {tp}·{cp} = {dense}")
+        f.put("expert_mesh", expert, f"expert ETP·EP = {etp}·{ep} = {expert}")
+        lcm = math.lcm(dense, expert)
+        min_world = pp * lcm
+        f.put(
+            "min_world",
+            min_world,
+            f"min GPUs = PP·lcm(TP·CP, ETP·EP) = {pp}·lcm({dense}, {expert}) = {_fmt(min_world)}",
+        )
+        if cluster.gpus is not None:
+            world = cluster.gpus
+            f.put("world", world, f"world = {_fmt(world)} GPUs (cluster setting)")
+            f.put("world_assumed", False, "world size given")
+        else:
+            world = min_world
+            f.put(
+                "world",
+                world,
+                f"world unknown -> assumed minimum feasible {_fmt(world)} = PP·lcm(TP·CP, ETP·EP)",
+            )
+            f.put("world_assumed", True, "no --gpus: assumed the minimum feasible world size")
+        if world % (tp * pp * cp) == 0:
+            dp = world // (tp * pp * cp)
+            f.put("dp", dp, f"DP = {_fmt(world)} / (TP{tp}·PP{pp}·CP{cp}) = {dp}")
+        else:
+            f.miss("dp", f"world {world} is not divisible by TP·PP·CP = {tp * pp * cp}")
+        if world % (etp * ep * pp) == 0:
+            edp = world // (etp * ep * pp)
+            f.put("edp", edp, f"EDP = {_fmt(world)} / (ETP{etp}·EP{ep}·PP{pp}) = {edp}")
+        else:
+            f.miss("edp", f"world {world} is not divisible by ETP·EP·PP = {etp * ep * pp}")
+    else:
+        for name in ("dense_mesh", "expert_mesh", "min_world", "world", "dp", "edp"):
+            f.miss(name, "a parallel size is not usable")
+
+    # Sequence length: model.seq_length wins (Bridge requires both to match).
+    for name, dotted in (("seq", "model.seq_length"), ("dataset_seq", "dataset.seq_length")):
+        if known(dotted) and v[dotted] is not None:
+            f.put(name, int(v[dotted]), f"{dotted} = {_fmt(v[dotted])}")
+    if "seq" not in f.values and "dataset_seq" in f.values:
+        f.put("seq", f.values["dataset_seq"].value, f.values["dataset_seq"].derivation)
+    if "seq" not in f.values:
+        f.miss("seq", "model.seq_length is not set (the recipe decides)")
+    if "dataset_seq" not in f.values:
+        f.miss("dataset_seq", "dataset.seq_length is not set")
+
+    for name, dotted in (("gbs", "train.global_batch_size"), ("mbs", "train.micro_batch_size")):
+        if known(dotted) and v[dotted] is not None:
+            f.put(name, int(v[dotted]), f"{name.upper()} = {_fmt(v[dotted])}")
+        else:
+            f.miss(name, f"{dotted} is not set (the recipe decides)")
+
+    if all(k in f.values for k in ("gbs", "mbs", "dp")):
+        gbs, mbs, dp = f.values["gbs"].value, f.values["mbs"].value, f.values["dp"].value
+        if gbs % (mbs * dp) == 0 and gbs >= mbs * dp:
+            m = gbs // (mbs * dp)
+            f.put("microbatches", m, f"microbatches = GBS / (MBS·DP) = {gbs} / ({mbs}·{dp}) = {m}")
+        else:
+            f.miss("microbatches", "GBS is not a positive multiple of MBS·DP")
+    else:
+        f.miss("microbatches", "needs GBS, MBS and DP")
+
+    if "seq" in f.values and "cp" in f.values:
+        seq, cp = f.values["seq"].value, f.values["cp"].value
+        f.put("tokens_per_cp_rank", seq / cp,
+              f"tokens per CP rank = seq / CP = {_fmt(seq)} / {cp} = {_fmt(seq // cp) if seq % cp == 0 else seq / cp}")
+        target = pow2_round(seq / 4096)
+        f.put("cp_target", target,
+              f"CP target = pow2(seq / 4096) = pow2({_fmt(seq)} / 4096) = {target}")
+        if "tp" in f.values:
+            tp = f.values["tp"].value
+            mbs = f.values["mbs"].value if "mbs" in f.values else 1
+            shards = tp * cp if sp else cp
+            per = seq * mbs / shards
+            label = "TP·CP" if sp else "CP (no SP)"
+            f.put("tokens_per_tp_cp_rank", per,
+                  f"tokens per {label} rank = seq·MBS / {shards} = {_fmt(seq)}·{mbs} / {shards} = "
+                  f"{_fmt(int(per)) if per == int(per) else per}")
+    else:
+        for name in ("tokens_per_cp_rank", "cp_target", "tokens_per_tp_cp_rank"):
+            f.miss(name, "needs the sequence length and CP")
+
+    experts = v.get("model.num_moe_experts") if known("model.num_moe_experts") else None
+    if known("model.num_moe_experts"):
+        f.put("is_moe", bool(experts), f"num_moe_experts = {experts}")
+    elif sizes.get("ep", 1) > 1:
+        f.put("is_moe", True, f"EP = {sizes['ep']} > 1 implies an MoE model")
+    else:
+        f.miss("is_moe", "model.num_moe_experts is not set (the recipe decides)")
+    if experts and "ep" in sizes:
+        if experts % sizes["ep"] == 0:
+            per = experts // sizes["ep"]
+            f.put("experts_per_rank", per,
+                  f"experts per EP rank = {experts} / EP{sizes['ep']} = {per}")
+        else:
+            f.miss("experts_per_rank", "experts not divisible by EP")
+    else:
+        f.miss("experts_per_rank", "needs num_moe_experts and EP")
+
+    if "pp" in sizes:
+        pp = sizes["pp"]
+        stages = pp * (vpp or 1)
+        f.put("vpp_stages", stages, f"virtual stages = PP·VPP = {pp}·{vpp or 1} = {stages}")
+
+    f.put("full_dump", cfg.form == "full-dump", f"file form: {cfg.form}")
+    if cluster.gpu_spec is not None:
+        f.put("gpu", cluster.gpu_spec, f"GPU = {cluster.gpu}")
+    else:
+        f.miss("gpu", "no --gpu given")
+    if cluster.gpus_per_node is not None:
+        f.put("gpus_per_node", cluster.gpus_per_node, f"GPUs per node = {cluster.gpus_per_node}")
+    return f

@@ -1,0 +1,212 @@
+"""Stage 4/5: run the selected rules over one normalized config and build located findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from moe_lint.catalogue import Catalogue, Rule
+from moe_lint.derive import Facts
+from moe_lint.errors import NotDerivable
+from moe_lint.expr import FUNCTIONS, SECTION_NAMES, SectionView
+from moe_lint.findings import Edit, Finding
+from moe_lint.load import format_path, parse_path
+from moe_lint.locate import location, set_value_edit
+from moe_lint.normalize import Config
+
+#: Facts whose derivation is worth printing under a finding (sizes alone are not).
+_SHOWN_FACTS = (
+    "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
+    "tokens_per_tp_cp_rank", "cp_target", "experts_per_rank", "vpp_stages",
+)  # fmt: skip
+
+
+@dataclass
+class Violation:
+    """What a Python check reports: where, the template parameters, and optional edits."""
+
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    edits: list[Edit] = field(default_factory=list)
+    derivation: str | None = None
+    #: An explicit 1-based (line, column) for findings about comments rather than keys.
+    at: tuple[int, int] | None = None
+
+
+@dataclass
+class Context:
+    """Everything a rule may read about one file."""
+
+    config: Config
+    facts: Facts
+    settings: Any = None
+    #: Filled in after suppression, for the checks that report unused suppressions.
+    suppressions: list[Any] = field(default_factory=list)
+    catalogue: Any = None
+
+
+class Evaluator:
+    """Evaluates compiled rule expressions against one config's facts and sections."""
+
+    def __init__(self, ctx: Context) -> None:
+        from simpleeval import EvalWithCompoundTypes
+
+        self.ctx = ctx
+        cfg = ctx.config
+        self.base: dict[str, Any] = {name: SectionView(cfg, name) for name in SECTION_NAMES}
+        self.locals: dict[str, Any] = {}
+        functions = dict(FUNCTIONS)
+        functions["explicit"] = cfg.explicit
+        functions["known"] = lambda dotted: dotted not in cfg.unknown and cfg.get(dotted) is not None
+        functions["value"] = self._value
+        self.engine = EvalWithCompoundTypes(functions=functions, names=self._name)
+
+    def _value(self, dotted: str, default: Any = None) -> Any:
+        cfg = self.ctx.config
+        if dotted in cfg.unknown:
+            return default
+        result = cfg.get(dotted, default)
+        return default if result is None else result
+
+    def _name(self, node: Any) -> Any:
+        name = node.id
+        if name in self.locals:
+            return self.locals[name]
+        facts = self.ctx.facts
+        fact = facts.values.get(name)
+        if fact is not None:
+            return fact.value
+        if name in facts.missing:
+            raise NotDerivable(name, facts.missing[name])
+        if name in self.base:
+            return self.base[name]
+        raise NotDerivable(name, "not available")
+
+    def eval(self, compiled: Any) -> Any:
+        return self.engine.eval(compiled.text, previously_parsed=compiled.tree)
+
+    def lookup(self, name: str) -> Any:
+        """Resolve a template placeholder (a name or ``section.field``)."""
+        if "." in name:
+            section, attr = name.split(".", 1)
+            return getattr(self.base[section], attr)
+        if name in self.locals:
+            return self.locals[name]
+        fact = self.ctx.facts.values.get(name)
+        if fact is not None:
+            return fact.value
+        raise NotDerivable(name, self.ctx.facts.missing.get(name, "not available"))
+
+
+def _derivation(rule: Rule, ctx: Context, extra: str | None) -> str | None:
+    parts: list[str] = []
+    if extra:
+        parts.append(extra)
+    for name in _SHOWN_FACTS:
+        if name in rule.facts_used and name in ctx.facts.values:
+            parts.append(ctx.facts.values[name].derivation)
+            if name == "world" and "min_world" not in rule.facts_used:
+                assumed = ctx.facts.values.get("world_assumed")
+                if assumed is not None and assumed.value:
+                    parts.append(ctx.facts.values["min_world"].derivation)
+    for dotted in (rule.path, *rule.related):
+        if dotted and dotted in ctx.config.notes:
+            parts.append(ctx.config.notes[dotted])
+        if dotted and dotted in ctx.config.override_text:
+            parts.append(f"{dotted} from override {ctx.config.override_text[dotted]}")
+    seen: list[str] = []
+    for part in parts:
+        if part not in seen:
+            seen.append(part)
+    return "; ".join(seen) or None
+
+
+def _finding(
+    rule: Rule,
+    ctx: Context,
+    ev: Evaluator,
+    path: str,
+    edits: list[Edit],
+    derivation: str | None,
+    at: tuple[int, int] | None = None,
+) -> Finding:
+    cfg = ctx.config
+    if at is not None:
+        line, col, end_line, end_col = at[0], at[1], at[0], at[1]
+    else:
+        line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
+    fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
+    applicability = rule.fix.applicability if rule.fix else None
+    if rule.fix and applicability != "display-only" and not edits:
+        applicability = "display-only"
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        severity=rule.severity,
+        message=rule.message.render(ev.lookup),
+        path=path,
+        file=cfg.doc.path,
+        line=line,
+        column=col,
+        end_line=end_line,
+        end_column=end_col,
+        derivation=derivation,
+        fix=fix_text,
+        applicability=applicability,
+        edits=edits if applicability != "display-only" else [],
+        source=rule.source,
+    )
+
+
+def _fix_edits(rule: Rule, ctx: Context, ev: Evaluator) -> list[Edit]:
+    if rule.fix is None or rule.fix.applicability == "display-only":
+        return []
+    edits: list[Edit] = []
+    for dotted, compiled in rule.fix.sets:
+        value = ev.eval(compiled)
+        edit = set_value_edit(ctx.config.doc, ctx.config.physical(dotted), value)
+        if edit is None:
+            return []
+        edits.append(edit)
+    return edits
+
+
+def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> list[Finding]:
+    """Evaluate one rule; NotDerivable means the rule does not apply to this file."""
+    ev.locals = {}
+    try:
+        if rule.check is not None:
+            check = catalogue.checks[rule.check]
+            out = []
+            for violation in check.func(ctx):
+                ev.locals = dict(violation.params)
+                for name, compiled in rule.lets:
+                    ev.locals[name] = ev.eval(compiled)
+                out.append(
+                    _finding(rule, ctx, ev, violation.path, violation.edits,
+                             _derivation(rule, ctx, violation.derivation), violation.at)
+                )
+            return out
+        for name, compiled in rule.lets:
+            ev.locals[name] = ev.eval(compiled)
+        assert rule.when is not None
+        if not ev.eval(rule.when):
+            return []
+        derivation = rule.derivation.render(ev.lookup) if rule.derivation else None
+        edits = _fix_edits(rule, ctx, ev)
+        assert rule.path is not None
+        return [_finding(rule, ctx, ev, rule.path, edits, _derivation(rule, ctx, derivation))]
+    except NotDerivable:
+        return []
+
+
+def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:
+    ev = Evaluator(ctx)
+    findings: list[Finding] = []
+    for rule in rules:
+        findings.extend(run_rule(rule, ctx, ev, catalogue))
+    return findings
+
+
+__all__ = ["Context", "Evaluator", "Violation", "format_path", "parse_path", "run_rules"]

@@ -1,0 +1,74 @@
+"""The finding record every stage after the rules works with, and its JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("info", "warning", "error")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+APPLICABILITIES = ("safe", "unsafe", "display-only")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``text[start:end]`` (character indices) with ``content``."""
+
+    start: int
+    end: int
+    content: str
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "location": {"line": self.start_line, "column": self.start_column},
+            "end_location": {"line": self.end_line, "column": self.end_column},
+        }
+
+
+@dataclass
+class Finding:
+    """One problem found in one file, located and explained."""
+
+    code: str
+    name: str
+    severity: str
+    message: str
+    path: str
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    derivation: str | None = None
+    fix: str | None = None
+    applicability: str | None = None
+    edits: list[Edit] = field(default_factory=list)
+    #: The rule's source check (Megatron/Bridge file::function), shown in text output.
+    source: str | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.file, self.line, self.column, self.code, self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable, documented JSON record (README "JSON output")."""
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.path,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "derivation": self.derivation,
+            "fix": self.fix,
+            "applicability": self.applicability,
+            "edits": [e.to_json() for e in self.edits],
+        }

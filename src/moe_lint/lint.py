@@ -1,0 +1,152 @@
+"""The data path for one file: load -> normalize -> derive -> rules -> findings -> suppress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from moe_lint.catalogue import Catalogue, Rule
+from moe_lint.derive import Cluster, derive
+from moe_lint.engine import Context, run_rules
+from moe_lint.errors import InputError, UsageError
+from moe_lint.findings import Finding
+from moe_lint.load import Document, load_file, parse_text
+from moe_lint.normalize import NotBridgeConfig, normalize
+from moe_lint.overrides import Override
+from moe_lint.settings import (
+    Settings,
+    apply_cluster,
+    glob_match,
+    gpu_catalogue,
+    parse_directives,
+    preset_fields,
+)
+from moe_lint.suppress import Suppression, apply_suppressions, parse_suppressions
+
+#: Checks that look at suppressions and therefore run after them.
+POST_CHECKS = ("unused-suppressions", "unknown-suppressions")
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    notice: str | None = None
+    doc: Document | None = None
+
+
+def resolve_settings(path: str, doc_text: str, base: Settings, cli: dict[str, object]) -> Settings:
+    """pyproject (+ per-file globs) < in-file directive < CLI."""
+    settings = base
+    for glob, values in base.per_file.items():
+        if glob_match(path, glob, base.base_dir):
+            settings = apply_cluster(settings, values, f"per-file {glob}")
+    directives = parse_directives(doc_text, path)
+    if directives:
+        settings = apply_cluster(settings, directives, f"{path}: directive")
+    if cli:
+        settings = apply_cluster(settings, dict(cli), "command line")
+    return settings
+
+
+def select_rules(catalogue: Catalogue, settings: Settings, path: str) -> list[Rule]:
+    """Selected rules for ``path``: select (default ALL) + extend-select - ignore - per-file."""
+    chosen: dict[str, Rule] = {}
+    for selector in settings.select if settings.select is not None else ["ALL"]:
+        for rule in _resolve(catalogue, selector):
+            chosen[rule.code] = rule
+    for selector in settings.extend_select:
+        for rule in _resolve(catalogue, selector):
+            chosen[rule.code] = rule
+    ignores = list(settings.ignore)
+    for glob, codes in settings.per_file_ignores.items():
+        if glob_match(path, glob, settings.base_dir):
+            ignores.extend(codes)
+    for selector in ignores:
+        for rule in _resolve(catalogue, selector):
+            chosen.pop(rule.code, None)
+    return sorted(chosen.values(), key=lambda r: r.code)
+
+
+def _resolve(catalogue: Catalogue, selector: str) -> list[Rule]:
+    rules = catalogue.resolve(selector)
+    if not rules:
+        raise UsageError(f"unknown rule selector {selector!r}")
+    return rules
+
+
+def lint_document(
+    doc: Document,
+    catalogue: Catalogue,
+    settings: Settings,
+    overrides: list[Override],
+    cli_cluster: dict[str, object],
+) -> FileResult:
+    """Lint an already-loaded document."""
+    result = FileResult(doc.path, doc=doc)
+    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster)
+    preset = preset_fields(file_settings.model) if file_settings.model else None
+    try:
+        cfg = normalize(doc, overrides, preset, file_settings.model)
+    except NotBridgeConfig as exc:
+        result.notice = str(exc)
+        return result
+    cluster = Cluster(
+        gpus=file_settings.world(),
+        gpus_per_node=file_settings.gpus_per_node,
+        gpu=file_settings.gpu,
+        gpu_spec=gpu_catalogue()[file_settings.gpu] if file_settings.gpu else None,
+    )
+    facts = derive(cfg, cluster)
+    selected = select_rules(catalogue, file_settings, doc.path)
+    ctx = Context(cfg, facts, file_settings)
+    main_rules = [r for r in selected if r.check not in POST_CHECKS]
+    findings = run_rules(main_rules, ctx, catalogue)
+    suppressions = parse_suppressions(doc.text)
+    findings, suppressions = apply_suppressions(
+        findings, doc, suppressions, set(catalogue.by_code),
+        {name: rule.code for name, rule in catalogue.by_name.items()},
+    )
+    ctx.settings = replace(file_settings)
+    post = [r for r in selected if r.check in POST_CHECKS]
+    if post:
+        ctx.suppressions = suppressions
+        ctx.catalogue = catalogue
+        findings.extend(run_rules(post, ctx, catalogue))
+    result.findings = sorted(findings, key=Finding.sort_key)
+    return result
+
+
+def lint_path(
+    path: str,
+    catalogue: Catalogue,
+    settings: Settings,
+    overrides: list[Override],
+    cli_cluster: dict[str, object],
+) -> FileResult:
+    """Lint one file; bad input becomes ``FileResult.error`` (exit code 2)."""
+    try:
+        doc = load_file(path)
+        return lint_document(doc, catalogue, settings, overrides, cli_cluster)
+    except InputError as exc:
+        return FileResult(path, error=str(exc))
+
+
+def lint_text(
+    text: str,
+    catalogue: Catalogue,
+    settings: Settings | None = None,
+    overrides: list[Override] | None = None,
+    cli_cluster: dict[str, object] | None = None,
+    path: str = "<string>",
+) -> FileResult:
+    """Lint YAML text (tests, editors, the fix loop)."""
+    try:
+        doc = parse_text(text, path)
+        return lint_document(doc, catalogue, settings or Settings(), overrides or [], cli_cluster or {})
+    except InputError as exc:
+        return FileResult(path, error=str(exc))
+
+
+__all__ = ["FileResult", "Path", "Suppression", "lint_path", "lint_text"]

@@ -1,0 +1,299 @@
+"""Stage 1 of the data path: bytes -> YAML values + a map from config path to source span.
+
+PyYAML's ``compose`` (the libyaml C parser when present) gives every node a start/end mark with
+line, column and character index. We construct plain Python values from those nodes ourselves so
+that (a) only the YAML core schema is accepted (``!!python/...`` and unknown tags are input
+errors, never executed), (b) alias expansion and nesting depth are bounded, and (c) every key,
+value and list item gets a span that rules and fixes can address by config path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from moe_lint.errors import InputError
+
+#: Bridge configs are tens of kilobytes; anything past this is not a config we should parse.
+MAX_BYTES = 8 * 1024 * 1024
+#: Upper bound on nodes visited while expanding aliases (billion-laughs guard).
+MAX_NODES = 200_000
+#: Upper bound on mapping/sequence nesting.
+MAX_DEPTH = 64
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+PathKey = str | int
+ConfigPath = tuple[PathKey, ...]
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A 1-based line/column plus the 0-based character index into the decoded text."""
+
+    line: int
+    column: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where one config entry sits: its key (absent for list items) and its value."""
+
+    key_start: Pos | None
+    key_end: Pos | None
+    value_start: Pos
+    value_end: Pos
+    #: True when the value is a plain or quoted scalar whose text can be replaced in place.
+    scalar: bool
+    #: YAML scalar style ('' plain, "'" or '"' quoted, '|' / '>' block) for faithful rewrites.
+    style: str | None = None
+    #: For mappings and sequences: True when written in flow style ({...} / [...]).
+    flow: bool = False
+
+
+@dataclass
+class Document:
+    """A parsed config file: values, spans, raw text and duplicate keys seen while loading."""
+
+    path: str
+    text: str
+    data: dict[str, Any]
+    spans: dict[ConfigPath, Span]
+    had_bom: bool = False
+    duplicates: list[tuple[ConfigPath, Span]] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+def format_path(path: ConfigPath) -> str:
+    """Render ``("model", "recompute_modules", 0)`` as ``model.recompute_modules[0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(text: str) -> ConfigPath:
+    """Inverse of :func:`format_path`."""
+    parts: list[PathKey] = []
+    for name, index in _PATH_TOKEN.findall(text):
+        parts.append(int(index) if index else name)
+    return tuple(parts)
+
+
+def _pos(mark: Any) -> Pos:
+    return Pos(mark.line + 1, mark.column + 1, mark.index)
+
+
+def decode(raw: bytes, path: str) -> tuple[str, bool]:
+    """Decode UTF-8 (optionally with BOM); reject binary data with one clear line."""
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"file is too large ({len(raw):,} bytes; limit {MAX_BYTES:,})")
+    if b"\x00" in raw:
+        raise InputError("binary data (NUL byte) is not a YAML config")
+    had_bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw[3:].decode("utf-8") if had_bom else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start}") from None
+    return text, had_bom
+
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
+    "tag:yaml.org,2002:binary",
+}
+_MAP_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"}
+_SEQ_TAGS = {"tag:yaml.org,2002:seq"}
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Builder:
+    """Walks the composed node graph into values and spans, with hostile-input bounds."""
+
+    def __init__(self) -> None:
+        self.spans: dict[ConfigPath, Span] = {}
+        self.duplicates: list[tuple[ConfigPath, Span]] = []
+        self.visited = 0
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def _tick(self, node: Any) -> None:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: alias expansion exceeds {MAX_NODES:,} nodes "
+                "(YAML bomb?)"
+            )
+
+    def build(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> Any:
+        self._tick(node)
+        if depth > MAX_DEPTH:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+            )
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag not in _SCALAR_TAGS:
+                raise InputError(
+                    f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                )
+            try:
+                return self.constructor.construct_object(node, deep=True)
+            except (yaml.YAMLError, ValueError, OverflowError) as exc:
+                raise InputError(
+                    f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
+                ) from None
+        if id(node) in active:
+            raise InputError(f"line {node.start_mark.line + 1}: recursive alias")
+        active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                if node.tag not in _SEQ_TAGS:
+                    raise InputError(
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                    )
+                items = []
+                for i, item in enumerate(node.value):
+                    self._record(path + (i,), None, item)
+                    items.append(self.build(item, path + (i,), depth + 1, active))
+                return items
+            if isinstance(node, yaml.MappingNode):
+                if node.tag not in _MAP_TAGS:
+                    raise InputError(
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                    )
+                return self._mapping(node, path, depth, active)
+        finally:
+            active.discard(id(node))
+        raise InputError(f"line {node.start_mark.line + 1}: unsupported YAML node")
+
+    def _mapping(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            self._tick(key_node)
+            if key_node.tag == _MERGE_TAG:
+                sources = (
+                    value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                )
+                for source in sources:
+                    value = self.build(source, path, depth + 1, active)
+                    if not isinstance(value, dict):
+                        raise InputError(
+                            f"line {source.start_mark.line + 1}: merge key '<<' needs a mapping"
+                        )
+                    for k, v in value.items():
+                        merged.setdefault(k, v)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
+                raise InputError(
+                    f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
+                )
+            key = self.constructor.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
+            skey = key if isinstance(key, str) else str(key)
+            child = path + (skey,)
+            if skey in out:
+                self.duplicates.append((child, _span(key_node, value_node)))
+            self._record(child, key_node, value_node)
+            out[skey] = self.build(value_node, child, depth + 1, active)
+        for k, v in merged.items():
+            out.setdefault(k, v)
+        return out
+
+    def _record(self, path: ConfigPath, key_node: Any, value_node: Any) -> None:
+        self.spans[path] = _span(key_node, value_node)
+
+
+def _span(key_node: Any, value_node: Any) -> Span:
+    scalar = isinstance(value_node, yaml.ScalarNode)
+    style = value_node.style if scalar else None
+    flow = bool(getattr(value_node, "flow_style", False)) if not scalar else False
+    return Span(
+        key_start=_pos(key_node.start_mark) if key_node is not None else None,
+        key_end=_pos(key_node.end_mark) if key_node is not None else None,
+        value_start=_pos(value_node.start_mark),
+        value_end=_pos(value_node.end_mark),
+        scalar=scalar and style in (None, "", "'", '"'),
+        style=style or "",
+        flow=flow,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _yaml_error_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or _first_line(exc)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: YAML syntax error: {problem}"
+    return f"YAML syntax error: {problem}"
+
+
+def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Document:
+    """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise InputError(_yaml_error_message(exc)) from None
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    if node is None:
+        raise InputError("empty file: expected a YAML mapping of config sections")
+    if not isinstance(node, yaml.MappingNode):
+        kind = "list" if isinstance(node, yaml.SequenceNode) else "scalar"
+        raise InputError(f"top level is a {kind}; expected a mapping of config sections")
+    builder = _Builder()
+    try:
+        data = builder.build(node, (), 0, set())
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    return Document(
+        path=path,
+        text=text,
+        data=data,
+        spans=builder.spans,
+        had_bom=had_bom,
+        duplicates=builder.duplicates,
+    )
+
+
+def load_file(path: str) -> Document:
+    """Read and parse one config file."""
+    import os
+
+    try:
+        if os.path.isdir(path):
+            raise InputError("is a directory, not a config file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError("no such file") from None
+    except PermissionError:
+        raise InputError("permission denied") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    text, had_bom = decode(raw, path)
+    return parse_text(text, path, had_bom)

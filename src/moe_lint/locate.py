@@ -1,0 +1,136 @@
+"""Turn config paths into source spans, and path-level fixes into text edits.
+
+Rules never see line numbers: they name a config path and the engine resolves it here. A path
+the file does not contain (a default, a preset value) is anchored at its nearest written
+ancestor, or at the top of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from moe_lint.findings import Edit
+from moe_lint.load import ConfigPath, Document, Pos, Span
+
+_PLAIN_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-+/]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def find_span(doc: Document, path: ConfigPath) -> tuple[Span | None, ConfigPath]:
+    """The span of ``path`` or of its nearest ancestor present in the document."""
+    probe = path
+    while probe:
+        span = doc.spans.get(probe)
+        if span is not None:
+            return span, probe
+        probe = probe[:-1]
+    return None, ()
+
+
+def location(doc: Document, path: ConfigPath) -> tuple[int, int, int, int]:
+    """(line, column, end_line, end_column), 1-based, for a finding at ``path``."""
+    span, _ = find_span(doc, path)
+    if span is None:
+        return 1, 1, 1, 1
+    start = span.key_start or span.value_start
+    end = span.value_end if span.scalar else (span.key_end or span.value_start)
+    if end.line < start.line or (end.line == start.line and end.column < start.column):
+        end = start
+    return start.line, start.column, end.line, end.column
+
+
+def render_scalar(value: Any, style: str | None = None) -> str:
+    """A YAML rendering of ``value`` that reads back as the same value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(render_scalar(v) for v in value) + "]"
+    text = str(value)
+    if style == "'":
+        return "'" + text.replace("'", "''") + "'"
+    if style == '"' or not _PLAIN_SAFE.match(text) or text.lower() in _YAML_WORDS:
+        import json
+
+        return json.dumps(text)
+    return text
+
+
+def _line_start(text: str, index: int) -> int:
+    return text.rfind("\n", 0, index) + 1
+
+
+def _pos_of(text: str, index: int) -> Pos:
+    line = text.count("\n", 0, index) + 1
+    return Pos(line, index - _line_start(text, index) + 1, index)
+
+
+def _edit(text: str, start: int, end: int, content: str) -> Edit:
+    a, b = _pos_of(text, start), _pos_of(text, end)
+    return Edit(start, end, content, a.line, a.column, b.line, b.column)
+
+
+def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
+    """An edit that sets ``path`` to ``value``; None when no faithful text edit exists."""
+    text = doc.text
+    span = doc.spans.get(path)
+    if span is not None:
+        if not span.scalar:
+            if isinstance(value, list) and span.flow:
+                return _edit(text, span.value_start.index, span.value_end.index, render_scalar(value))
+            return None
+        return _edit(
+            text, span.value_start.index, span.value_end.index, render_scalar(value, span.style)
+        )
+    if not path or isinstance(path[-1], int):
+        return None
+    parent_path, key = path[:-1], path[-1]
+    if not parent_path:
+        return None
+    parent = doc.spans.get(parent_path)
+    if parent is None:
+        if len(parent_path) == 1:  # whole section missing: append it at the end of the file
+            sep = "" if text.endswith("\n") or not text else "\n"
+            content = f"{sep}{parent_path[0]}:\n  {key}: {render_scalar(value)}\n"
+            return _edit(text, len(text), len(text), content)
+        return None
+    if parent.scalar or parent.flow or parent.key_start is None:
+        if parent.scalar and parent.value_start.index == parent.value_end.index:
+            pass  # "section:" with an empty value; handled below as an empty block
+        else:
+            return None
+    siblings = [
+        s for p, s in doc.spans.items() if len(p) == len(path) and p[:-1] == parent_path and s.key_start
+    ]
+    if siblings:
+        indent = siblings[0].key_start.column - 1 if siblings[0].key_start else 2
+        last = max(siblings, key=lambda s: s.value_end.index)
+        insert_at = last.value_end.index
+        if not last.scalar:
+            insert_at = _line_start(text, insert_at) if text[insert_at - 1 : insert_at] == "\n" else insert_at
+        else:
+            newline = text.find("\n", insert_at)
+            insert_at = len(text) if newline < 0 else newline + 1
+    else:
+        indent = (parent.key_start.column - 1) + 2
+        newline = text.find("\n", parent.key_start.index)
+        insert_at = len(text) if newline < 0 else newline + 1
+        if parent.scalar and parent.value_start.index != parent.value_end.index:
+            return None
+    prefix = "" if insert_at == 0 or text[insert_at - 1] == "\n" else "\n"
+    content = f"{prefix}{' ' * indent}{key}: {render_scalar(value)}\n"
+    return _edit(text, insert_at, insert_at, content)
+
+
+def replace_item_edit(doc: Document, path: ConfigPath, new_text: str) -> Edit | None:
+    """Replace one scalar (e.g. a list item) keeping its quoting style."""
+    span = doc.spans.get(path)
+    if span is None or not span.scalar:
+        return None
+    return _edit(
+        doc.text, span.value_start.index, span.value_end.index, render_scalar(new_text, span.style)
+    )

@@ -1,0 +1,357 @@
+"""Stage 2: the loaded YAML -> the config Megatron Bridge would actually run.
+
+Reproduces what Bridge and Megatron-Core do to a config before they check it (domain 01 §b,
+02 §1): the ``ConfigContainer:`` wrapper and full-dump forms, CLI overrides, model presets,
+Bridge's ETP default, sequence parallelism forced off at TP=1, the ``core_attn`` default for
+selective recompute, migration of deprecated CUDA-graph flags, and a ``mixed_precision`` recipe
+overwriting the model's precision fields. Each adjustment is recorded as a note so findings can
+show where a value came from.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from moe_lint.errors import InputError
+from moe_lint.load import ConfigPath, Document, format_path
+from moe_lint.overrides import Override, apply_overrides
+from moe_lint.schema import SECTIONS, is_recipe_field
+
+#: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
+CONTAINER_SECTIONS = frozenset(
+    {
+        "model", "train", "dataset", "optimizer", "ddp", "scheduler", "checkpoint", "logger",
+        "tokenizer", "mixed_precision", "comm_overlap", "dist", "rng", "rerun_state_machine",
+        "profiling", "validation", "peft", "ft", "straggler", "nvrx_straggler",
+        "inprocess_restart", "tensor_inspect", "env_vars", "optimizer_config_override_provider",
+    }
+)  # fmt: skip
+
+_INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
+
+#: Bridge mixed-precision recipe names -> the precision fields they set (domain 01 §b.8,
+#: ``src/megatron/bridge/training/mixed_precision.py``). Hyphens are accepted as underscores.
+MIXED_PRECISION_RECIPES: dict[str, dict[str, Any]] = {
+    "bf16_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": None},
+    "fp16_mixed": {"bf16": False, "fp16": True, "fp8": None, "fp8_recipe": None, "fp4": None},
+    "bf16_with_fp8_delayed_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "delayed", "fp4": None},
+    "fp16_with_fp8_delayed_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "hybrid", "fp8_recipe": "delayed", "fp4": None},
+    "bf16_with_mxfp8_mixed": {"bf16": True, "fp16": False, "fp8": "e4m3", "fp8_recipe": "mxfp8", "fp4": None},
+    "fp16_with_mxfp8_mixed": {"bf16": False, "fp16": True, "fp8": "e4m3", "fp8_recipe": "mxfp8", "fp4": None},
+    "bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
+    "nemotron_h_bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
+    "nanov2_bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
+    "fp16_with_fp8_current_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
+    "bf16_with_fp8_subchannel_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "e4m3", "fp8_recipe": "blockwise", "fp4": None},
+    "fp16_with_fp8_subchannel_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "e4m3", "fp8_recipe": "blockwise", "fp4": None},
+    "bf16_with_nvfp4_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": "e2m1"},
+    "nemotron_3_super_bf16_with_nvfp4_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": "e2m1"},
+}  # fmt: skip
+
+_PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
+
+
+@dataclass(frozen=True)
+class TypeProblem:
+    """A value Bridge could not accept (wrong type, out of range, bad choice)."""
+
+    path: str
+    message: str
+    value: Any
+
+
+@dataclass
+class Config:
+    """The normalized config: what the rules and derivations see."""
+
+    doc: Document
+    #: Physical path prefix of the config root (``("ConfigContainer",)`` for wrapped files).
+    root: ConfigPath
+    #: "override" (partial file), "full-dump" (``_target_`` keys everywhere) or "wrapped".
+    form: str
+    #: Merged raw data below the root (file + overrides), before typing.
+    raw: dict[str, Any]
+    #: Dotted path -> effective value, for every typed field.
+    values: dict[str, Any] = field(default_factory=dict)
+    #: Dotted path -> where the value came from: file, override, preset, default, normalized.
+    origin: dict[str, str] = field(default_factory=dict)
+    #: Recipe-provided or unresolved fields whose value a static tool cannot know.
+    unknown: set[str] = field(default_factory=set)
+    #: Human-readable notes on adjustments (``ETP unset with EP=8 -> 1 (Bridge default)``).
+    notes: dict[str, str] = field(default_factory=dict)
+    type_problems: list[TypeProblem] = field(default_factory=list)
+    #: Dotted paths whose value is an unresolved ``${...}`` interpolation.
+    interpolations: list[str] = field(default_factory=list)
+    #: Model precision fields written in the file that a mixed_precision recipe overwrote.
+    precision_overwritten: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: Override text per dotted path, for derivations.
+    override_text: dict[str, str] = field(default_factory=dict)
+    preset: str | None = None
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """Effective value of a typed field, or the raw value of any other path."""
+        if dotted in self.values:
+            return self.values[dotted]
+        node: Any = self.raw
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def explicit(self, dotted: str) -> bool:
+        """True when the file or an override sets ``dotted``."""
+        return self.origin.get(dotted) in ("file", "override") or (
+            dotted not in self.origin and self._raw_has(dotted)
+        )
+
+    def _raw_has(self, dotted: str) -> bool:
+        node: Any = self.raw
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+
+    def physical(self, dotted_or_path: str | ConfigPath) -> ConfigPath:
+        """Config path below the root -> path in the YAML document."""
+        if isinstance(dotted_or_path, str):
+            from moe_lint.load import parse_path
+
+            dotted_or_path = parse_path(dotted_or_path)
+        return self.root + tuple(dotted_or_path)
+
+
+class NotBridgeConfig(Exception):
+    """The YAML is valid but is not a Megatron Bridge config (e.g. a model card)."""
+
+
+def detect_root(data: dict[str, Any]) -> tuple[ConfigPath, str]:
+    """Find the ConfigContainer root and the file's form; raise NotBridgeConfig if none."""
+    wrapped = data.get("ConfigContainer")
+    if isinstance(wrapped, dict):
+        return ("ConfigContainer",), "wrapped"
+    target = data.get("_target_")
+    if isinstance(target, str) and target.endswith("ConfigContainer"):
+        return (), "full-dump"
+    keys = [k for k in data if k != "_target_"]
+    known = sum(1 for k in keys if k in CONTAINER_SECTIONS)
+    if keys and known * 2 >= len(keys) and known > 0:
+        return (), "override"
+    raise NotBridgeConfig(
+        "not a Megatron Bridge config (no ConfigContainer sections such as model/train/dataset)"
+    )
+
+
+def _walk_leaves(node: Any, prefix: str) -> list[str]:
+    if isinstance(node, dict):
+        out: list[str] = []
+        for key, value in node.items():
+            out.extend(_walk_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return [prefix]
+
+
+def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> dict[str, Any]:
+    clean = {}
+    for key, value in section.items():
+        if isinstance(value, str) and _INTERPOLATION.match(value):
+            cfg.interpolations.append(f"{name}.{key}")
+            cfg.unknown.add(f"{name}.{key}")
+            continue
+        clean[key] = value
+    return clean
+
+
+def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
+    """Type one section; drop (and record) values Bridge would reject."""
+    from pydantic import ValidationError
+
+    model = SECTIONS[name]
+    data = {k: v for k, v in section.items() if k in model.model_fields}
+    for _ in range(len(data) + 1):
+        try:
+            validated = model.model_validate(data)
+        except ValidationError as exc:
+            bad: set[str] = set()
+            for err in exc.errors():
+                loc = err.get("loc") or ()
+                key = str(loc[0]) if loc else ""
+                if key in bad or key not in data:
+                    continue
+                bad.add(key)
+                cfg.type_problems.append(
+                    TypeProblem(f"{name}.{key}", _pydantic_message(err), data[key])
+                )
+            for key in bad:
+                data.pop(key, None)
+                cfg.unknown.add(f"{name}.{key}")
+            if not bad:
+                raise InputError(f"cannot validate section {name!r}") from None
+            continue
+        return {k: getattr(validated, k) for k in model.model_fields}
+    raise InputError(f"cannot validate section {name!r}")
+
+
+def _pydantic_message(err: Any) -> str:
+    msg = str(err.get("msg", "invalid value"))
+    return msg[0].lower() + msg[1:] if msg else "invalid value"
+
+
+def normalize(
+    doc: Document,
+    overrides: list[Override] | None = None,
+    preset: dict[str, Any] | None = None,
+    preset_name: str | None = None,
+) -> Config:
+    """Build the :class:`Config` Bridge would run from a loaded document."""
+    root, form = detect_root(doc.data)
+    raw_root: Any = doc.data
+    for part in root:
+        raw_root = raw_root[part]
+    raw = copy.deepcopy(raw_root)
+    cfg = Config(doc=doc, root=root, form=form, raw=raw, preset=preset_name)
+    file_paths = set(_walk_leaves(raw, ""))
+    overrides = overrides or []
+    if overrides:
+        apply_overrides(raw, overrides, ())
+        for ov in overrides:
+            cfg.override_text[format_path(ov.path)] = ov.text
+    override_paths = {format_path(ov.path) for ov in overrides if not ov.delete}
+
+    for name in SECTIONS:
+        section = raw.get(name)
+        if name == "mixed_precision" and isinstance(section, str):
+            continue
+        if section is None:
+            section = {}
+        if not isinstance(section, dict):
+            if name in raw:
+                cfg.type_problems.append(
+                    TypeProblem(name, f"section must be a mapping, got {type(section).__name__}", section)
+                )
+            section = {}
+        section = _strip_interpolations(section, name, cfg)
+        typed = _validate_section(name, section, cfg)
+        for key, value in typed.items():
+            dotted = f"{name}.{key}"
+            if dotted in cfg.unknown:
+                continue
+            if dotted in override_paths or any(p.startswith(dotted + ".") for p in override_paths):
+                cfg.origin[dotted] = "override"
+            elif key in section:
+                cfg.origin[dotted] = "file"
+            elif name == "model" and preset and key in preset:
+                value = preset[key]
+                cfg.origin[dotted] = "preset"
+            elif is_recipe_field(name, key):
+                cfg.unknown.add(dotted)
+                cfg.origin[dotted] = "recipe"
+                continue
+            else:
+                cfg.origin[dotted] = "default"
+            cfg.values[dotted] = value
+    _ = file_paths  # kept for clarity: origin is computed per typed field above
+    _apply_framework_rules(cfg)
+    return cfg
+
+
+def _set(cfg: Config, dotted: str, value: Any, note: str) -> None:
+    cfg.values[dotted] = value
+    cfg.origin[dotted] = "normalized"
+    cfg.notes[dotted] = note
+    cfg.unknown.discard(dotted)
+
+
+def _apply_framework_rules(cfg: Config) -> None:
+    v = cfg.values
+    tp = v.get("model.tensor_model_parallel_size", 1)
+    ep = v.get("model.expert_model_parallel_size", 1)
+
+    # Bridge TransformerConfig.finalize: ETP = 1 when EP > 1 and ETP unset; MCore: ETP = TP.
+    if v.get("model.expert_tensor_parallel_size") is None and "model.expert_tensor_parallel_size" not in cfg.unknown:
+        if ep > 1:
+            _set(cfg, "model.expert_tensor_parallel_size", 1,
+                 f"ETP unset with EP={ep} -> 1 (Bridge TransformerConfig.finalize)")
+        else:
+            _set(cfg, "model.expert_tensor_parallel_size", tp,
+                 f"ETP unset -> TP={tp} (Megatron-Core ModelParallelConfig.__post_init__)")
+
+    # Bridge finalize silently turns sequence parallelism off at TP <= 1.
+    if v.get("model.sequence_parallel") and tp <= 1:
+        _set(cfg, "model.sequence_parallel", False,
+             "sequence_parallel=true with TP=1 -> false (Bridge TransformerConfig.finalize)")
+
+    # Deprecated CUDA-graph flags (Megatron-Core migrates them with a warning).
+    impl = v.get("model.cuda_graph_impl", "none")
+    if v.get("model.enable_cuda_graph") and impl == "none":
+        impl = "local"
+        _set(cfg, "model.cuda_graph_impl", impl, "enable_cuda_graph=true -> cuda_graph_impl=local")
+    if v.get("model.external_cuda_graph") and impl == "none":
+        impl = "transformer_engine"
+        _set(cfg, "model.cuda_graph_impl", impl,
+             "external_cuda_graph=true -> cuda_graph_impl=transformer_engine")
+    modules = v.get("model.cuda_graph_modules")
+    scope = v.get("model.cuda_graph_scope")
+    if modules is None and scope is not None:
+        modules = scope
+        note = "cuda_graph_scope (deprecated) -> cuda_graph_modules"
+        if scope == "full_iteration" or (isinstance(scope, list) and "full_iteration" in scope):
+            _set(cfg, "model.cuda_graph_impl", "full_iteration",
+                 "cuda_graph_scope=full_iteration -> cuda_graph_impl=full_iteration")
+            modules = []
+        _set(cfg, "model.cuda_graph_modules", modules, note)
+    modules = v.get("model.cuda_graph_modules")
+    if modules in ("full", None) or modules == ["full"]:
+        v["model.cuda_graph_modules"] = []
+    elif isinstance(modules, str):
+        v["model.cuda_graph_modules"] = [m.strip() for m in modules.split(",") if m.strip()]
+
+    # Deprecated moe_layer_recompute -> selective + moe.
+    if v.get("model.moe_layer_recompute") and v.get("model.recompute_granularity") is None:
+        _set(cfg, "model.recompute_granularity", "selective", "moe_layer_recompute -> selective")
+        _set(cfg, "model.recompute_modules", ["moe"], "moe_layer_recompute -> recompute_modules=[moe]")
+    # Megatron-Core post-init: recompute_modules None -> ["core_attn"].
+    if v.get("model.recompute_granularity") == "selective" and v.get("model.recompute_modules") is None:
+        _set(cfg, "model.recompute_modules", ["core_attn"],
+             "selective recompute with no modules -> [core_attn] (TransformerConfig.__post_init__)")
+
+    # A mixed_precision recipe name (or block) overwrites the model's precision fields.
+    mp = cfg.raw.get("mixed_precision")
+    resolved: dict[str, Any] | None = None
+    if isinstance(mp, str):
+        recipe = MIXED_PRECISION_RECIPES.get(mp.replace("-", "_"))
+        if recipe is None:
+            cfg.type_problems.append(TypeProblem(
+                "mixed_precision", f"unknown mixed_precision recipe {mp!r}", mp))
+        else:
+            resolved = recipe
+    elif isinstance(mp, dict):
+        resolved = {k: v.get(f"mixed_precision.{k}") for k in _PRECISION_FIELDS
+                    if cfg.origin.get(f"mixed_precision.{k}") in ("file", "override")}
+    if resolved:
+        for key, value in resolved.items():
+            dotted = f"model.{key}"
+            old = v.get(dotted)
+            if cfg.origin.get(dotted) in ("file", "override") and old != value:
+                cfg.precision_overwritten[dotted] = (old, value)
+            _set(cfg, dotted, value, f"set by mixed_precision ({mp if isinstance(mp, str) else 'block'})")
+
+    # Bridge mirrors the distributed-optimizer flag between ddp and optimizer.
+    if v.get("ddp.use_distributed_optimizer") or v.get("optimizer.use_distributed_optimizer"):
+        for dotted in ("ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer"):
+            if not v.get(dotted):
+                _set(cfg, dotted, True, "Bridge syncs ddp/optimizer use_distributed_optimizer")
+
+    # comm_overlap, when present, copies its EP-overlap settings onto the model (default False).
+    co = cfg.raw.get("comm_overlap")
+    if isinstance(co, dict):
+        for key in ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute"):
+            value = v.get(f"comm_overlap.{key}")
+            effective = bool(value) if value is not None else False
+            if v.get(f"model.{key}") != effective:
+                _set(cfg, f"model.{key}", effective,
+                     f"comm_overlap.{key}={value} overwrites model.{key} (Bridge CommOverlapConfig)")

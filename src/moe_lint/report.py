@@ -1,0 +1,124 @@
+"""Stage 7: render findings. Plain strings everywhere; rich only colours a terminal.
+
+Keeping rich off the path of a piped or clean run matters for a pre-commit hook: importing it
+costs more than parsing a config. Machine formats (json, concise) never touch rich.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from moe_lint.findings import Finding
+
+JSON_SCHEMA_VERSION = 1
+#: Styles used when colouring a terminal (segment kind -> rich style).
+_STYLES = {
+    "error": "bold red",
+    "warning": "bold yellow",
+    "info": "bold cyan",
+    "code": "bold",
+    "loc": "bold",
+    "gutter": "blue",
+    "caret": "bold red",
+    "label": "bold blue",
+    "dim": "dim",
+    "ok": "bold green",
+}
+
+Segment = tuple[str, str | None]  # (text, style kind)
+
+
+def concise(findings: Iterable[Finding]) -> str:
+    """``file:line:col: CODE [severity] message`` per finding."""
+    return "".join(
+        f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}\n" for f in findings
+    )
+
+
+def to_json(findings: Sequence[Finding]) -> str:
+    """A JSON list of finding records (fields documented in the README)."""
+    return json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False) + "\n"
+
+
+def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
+    if not lines or finding.line < 1 or finding.line > len(lines):
+        return []
+    out: list[list[Segment]] = []
+    width = len(str(finding.line))
+    if finding.line > 1:
+        prev = lines[finding.line - 2]
+        out.append([(f"  {finding.line - 1:>{width}} | ", "gutter"), (prev, None)])
+    current = lines[finding.line - 1]
+    out.append([(f"  {finding.line:>{width}} | ", "gutter"), (current, None)])
+    if finding.end_line == finding.line and finding.end_column > finding.column:
+        length = finding.end_column - finding.column
+    else:
+        stripped = current[finding.column - 1 :].split("#")[0].rstrip()
+        length = max(1, len(stripped))
+    out.append(
+        [(f"  {' ' * width} | ", "gutter"), (" " * (finding.column - 1) + "^" * length, "caret")]
+    )
+    return out
+
+
+def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
+    """One finding as styled lines: header, message, code frame, derivation, help, source."""
+    rows: list[list[Segment]] = [
+        [
+            (f"{finding.file}:{finding.line}:{finding.column}", "loc"),
+            (": ", None),
+            (finding.severity, finding.severity),
+            (" ", None),
+            (finding.code, "code"),
+            (f" [{finding.name}]", "dim"),
+        ],
+        [("  " + finding.message, None)],
+    ]
+    rows.extend(_frame(finding, lines))
+    if finding.derivation:
+        rows.append([("  = derived: ", "label"), (finding.derivation, None)])
+    if finding.fix:
+        tag = ""
+        if finding.applicability == "safe" and finding.edits:
+            tag = "  [fix: --fix]"
+        elif finding.applicability == "unsafe" and finding.edits:
+            tag = "  [fix: --unsafe-fixes]"
+        rows.append([("  = help: ", "label"), (finding.fix, None), (tag, "dim")])
+    if finding.source:
+        rows.append([("  = source: ", "label"), (finding.source, "dim")])
+    return rows
+
+
+def summary(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> list[Segment]:
+    if not findings:
+        return [(f"All checks passed ({files} file{'s' if files != 1 else ''}).", "ok")]
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    text = f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}"
+    extra = []
+    if fixable:
+        extra.append(f"{fixable} fixable with --fix")
+    if unsafe:
+        extra.append(f"{unsafe} more with --unsafe-fixes")
+    if extra:
+        text += f" ({'; '.join(extra)})"
+    return [(text + ".", None)]
+
+
+def render_plain(rows: Iterable[list[Segment]]) -> str:
+    return "".join("".join(text for text, _ in row) + "\n" for row in rows)
+
+
+def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
+    """Colour the same rows on a terminal (rich imported only here)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for row in rows:
+        line = Text()
+        for text, kind in row:
+            line.append(text, style=_STYLES.get(kind or "", ""))
+        console.print(line)

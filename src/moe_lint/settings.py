@@ -1,0 +1,256 @@
+"""moe-lint's own settings: CLI > in-file directive > ``[tool.moe-lint]`` in pyproject.toml.
+
+The cluster (GPU count and type) and the model preset can be given in all three places; rule
+selection, fail-on and extra packs in the CLI and pyproject. ``per-file`` tables in pyproject
+apply cluster/model settings to files matching a glob (``[tool.moe-lint.per-file."dsv3/*.yaml"]``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from moe_lint.errors import UsageError
+
+#: ``--gpu`` short names -> keys of data/gpus.yaml.
+GPU_ALIASES = {
+    "a100": "a100-sxm-80gb",
+    "h100": "h100-sxm-80gb",
+    "h200": "h200-141gb",
+    "b200": "b200",
+    "b300": "b300",
+    "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
+}
+
+_DIRECTIVE = re.compile(r"#\s*moe-lint:\s*(?P<body>.*)$")
+_CLUSTER_KEYS = {"gpus", "nodes", "gpus-per-node", "gpu", "model"}
+
+
+@dataclass
+class Settings:
+    """Resolved settings for one file."""
+
+    gpus: int | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    gpu: str | None = None
+    model: str | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    per_file: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fail_on: str = "error"
+    rules: list[str] = field(default_factory=list)
+    #: Where pyproject.toml was found (globs and pack paths are relative to it).
+    base_dir: Path | None = None
+
+    def world(self) -> int | None:
+        """Total GPUs from ``gpus`` or ``nodes × gpus-per-node``."""
+        if self.gpus is not None:
+            return self.gpus
+        if self.nodes is not None:
+            per_node = self.gpus_per_node or default_gpus_per_node(self.gpu)
+            return self.nodes * per_node
+        return None
+
+
+def _int(value: Any, key: str, where: str) -> int:
+    try:
+        number = int(str(value).replace("_", ""))
+    except ValueError:
+        raise UsageError(f"{where}: {key} must be a positive integer, got {value!r}") from None
+    if number < 1:
+        raise UsageError(f"{where}: {key} must be a positive integer, got {value!r}")
+    return number
+
+
+def normalize_gpu(name: str, where: str) -> str:
+    key = name.strip().lower()
+    key = GPU_ALIASES.get(key, key)
+    if key not in gpu_catalogue():
+        choices = ", ".join(GPU_ALIASES)
+        raise UsageError(f"{where}: unknown GPU {name!r} (choose from {choices})")
+    return key
+
+
+def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Settings:
+    """Return settings with cluster/model keys from ``values`` applied."""
+    out = replace(settings)
+    for key, value in values.items():
+        norm = key.replace("_", "-")
+        if norm == "gpus":
+            out.gpus = _int(value, key, where)
+        elif norm == "nodes":
+            out.nodes = _int(value, key, where)
+        elif norm == "gpus-per-node":
+            out.gpus_per_node = _int(value, key, where)
+        elif norm == "gpu":
+            out.gpu = normalize_gpu(str(value), where)
+        elif norm == "model":
+            out.model = normalize_model(str(value), where)
+    return out
+
+
+def parse_directives(text: str, where: str) -> dict[str, str]:
+    """``# moe-lint: gpus=256 gpu=h100 model=deepseek-v3`` comments (not disable=...)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _DIRECTIVE.search(line)
+        if not match:
+            continue
+        body = match.group("body").split(" -- ")[0]
+        for token in body.split():
+            key, sep, value = token.partition("=")
+            if not sep or key.startswith("disable") or key.startswith("enable"):
+                continue
+            if key.replace("_", "-") not in _CLUSTER_KEYS:
+                raise UsageError(f"{where}: unknown moe-lint directive {key!r}")
+            found[key] = value
+    return found
+
+
+def find_pyproject(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_PYPROJECT_KEYS = {
+    "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
+    "per-file-ignores", "per-file", "fail-on", "rules", "format",
+}  # fmt: skip
+
+
+def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
+    """Settings and default output format from ``[tool.moe-lint]``."""
+    settings = Settings()
+    if path is None:
+        return settings, None
+    import tomllib
+
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
+    table = data.get("tool", {}).get("moe-lint")
+    if table is None:
+        return settings, None
+    where = f"{path} [tool.moe-lint]"
+    if not isinstance(table, dict):
+        raise UsageError(f"{where}: must be a table")
+    unknown = set(table) - _PYPROJECT_KEYS
+    if unknown:
+        raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
+    settings = apply_cluster(settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where)
+    settings.base_dir = path.parent
+
+    def str_list(key: str) -> list[str]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: {key} must be a list of strings")
+        return list(value)
+
+    if "select" in table:
+        settings.select = str_list("select")
+    settings.extend_select = str_list("extend-select")
+    settings.ignore = str_list("ignore")
+    settings.rules = [str((path.parent / p).resolve()) for p in str_list("rules")]
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise UsageError(f"{where}: per-file-ignores must be a table of glob = [codes]")
+    settings.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
+    per_file = table.get("per-file", {})
+    if not isinstance(per_file, dict):
+        raise UsageError(f"{where}: per-file must be a table of glob = {{settings}}")
+    for glob, values in per_file.items():
+        if not isinstance(values, dict) or set(values) - _CLUSTER_KEYS:
+            raise UsageError(f"{where}: per-file.{glob!r} may only set {sorted(_CLUSTER_KEYS)}")
+        apply_cluster(Settings(), values, f"{where} per-file.{glob}")  # validate now
+    settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
+    fail_on = table.get("fail-on", "error")
+    if fail_on not in ("error", "warning", "info"):
+        raise UsageError(f"{where}: fail-on must be error, warning or info")
+    settings.fail_on = fail_on
+    fmt = table.get("format")
+    return settings, (str(fmt) if fmt is not None else None)
+
+
+def relative_to_base(file: str, base: Path | None) -> str:
+    path = Path(file).resolve()
+    if base is not None:
+        try:
+            return path.relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return Path(os.path.relpath(path)).as_posix()
+
+
+def glob_match(file: str, pattern: str, base: Path | None) -> bool:
+    rel = relative_to_base(file, base)
+    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(Path(rel).name, pattern)
+
+
+@cache
+def gpu_catalogue() -> dict[str, Any]:
+    data = _load_data_yaml("gpus.yaml")
+    gpus: dict[str, Any] = data["gpus"]
+    return gpus
+
+
+@cache
+def model_catalogue() -> dict[str, Any]:
+    data = _load_data_yaml("models.yaml")
+    models: dict[str, Any] = data["models"]
+    return models
+
+
+def _load_data_yaml(name: str) -> dict[str, Any]:
+    import yaml
+
+    path = Path(__file__).with_name("data") / name
+    with path.open(encoding="utf-8") as handle:
+        data: dict[str, Any] = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return data
+
+
+def normalize_model(name: str, where: str) -> str:
+    key = name.strip().lower()
+    models = model_catalogue()
+    if key in models:
+        return key
+    for model_key, entry in models.items():
+        names = {str(entry.get("hf_id", "")).lower(), *(str(a).lower() for a in entry.get("aliases") or [])}
+        if key in names or key == str(entry.get("hf_id", "")).split("/")[-1].lower():
+            return str(model_key)
+    raise UsageError(f"{where}: unknown model preset {name!r} (see `moe-lint models`)")
+
+
+def default_gpus_per_node(gpu: str | None) -> int:
+    if gpu is None:
+        return 8
+    spec = gpu_catalogue()[gpu]
+    return int(spec.get("nvlink", {}).get("gpus_per_node") or 8)
+
+
+#: Preset keys that are Megatron model fields (the rest is provenance and bookkeeping).
+_PRESET_SKIP = {
+    "display_name", "hf_id", "hf_architecture", "hf_model_type", "bridge", "aliases",
+    "published_params", "sources", "dense_layer_indices", "n_shared_experts", "activation",
+    "rope_scaling", "vocab_size_padded", "max_position_embeddings", "notes",
+}  # fmt: skip
+
+
+def preset_fields(model: str) -> dict[str, Any]:
+    """Model fields a preset supplies (values written in the config win over these)."""
+    entry = model_catalogue()[model]
+    return {k: v for k, v in entry.items() if k not in _PRESET_SKIP and v is not None}
