@@ -26,6 +26,9 @@ def _violation(path: str, **params: Any) -> Violation:
 
 
 def _suggest(word: str, candidates: list[str]) -> str | None:
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
 

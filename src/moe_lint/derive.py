@@ -90,8 +90,13 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
             f.miss(short, f"{dotted} is not set to a usable value")
     vpp = v.get("model.virtual_pipeline_model_parallel_size")
     f.put("vpp", vpp, f"VPP={vpp}")
-    sp = bool(v.get("model.sequence_parallel"))
-    f.put("sp", sp, cfg.notes.get("model.sequence_parallel", f"sequence_parallel={sp}"))
+    if known("model.sequence_parallel"):
+        sp = bool(v["model.sequence_parallel"])
+        f.put("sp", sp, cfg.notes.get("model.sequence_parallel", f"sequence_parallel={sp}"))
+    else:
+        # Recipes that use TP on MoE models turn sequence parallelism on; token counts assume it.
+        sp = sizes.get("tp", 1) > 1
+        f.miss("sp", "model.sequence_parallel is not set (the recipe decides)")
 
     if len(sizes) == len(size_names):
         tp, pp, cp, ep, etp = (sizes[k] for k in ("tp", "pp", "cp", "ep", "etp"))

@@ -259,6 +259,9 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     except RecursionError:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
     if node is None:
+        if text.strip():
+            # Only comments (a commented-out template): valid YAML with nothing to check.
+            return Document(path=path, text=text, data={}, spans={}, had_bom=had_bom)
         raise InputError("empty file: expected a YAML mapping of config sections")
     if not isinstance(node, yaml.MappingNode):
         kind = "list" if isinstance(node, yaml.SequenceNode) else "scalar"

@@ -138,6 +138,8 @@ def detect_root(data: dict[str, Any]) -> tuple[ConfigPath, str]:
     if isinstance(target, str) and target.endswith("ConfigContainer"):
         return (), "full-dump"
     keys = [k for k in data if k != "_target_"]
+    if not keys:
+        raise NotBridgeConfig("no config keys (the file holds only comments)")
     known = sum(1 for k in keys if k in CONTAINER_SECTIONS)
     if keys and known * 2 >= len(keys) and known > 0:
         return (), "override"
@@ -280,8 +282,11 @@ def _apply_framework_rules(cfg: Config) -> None:
             _set(cfg, "model.expert_tensor_parallel_size", tp,
                  f"ETP unset -> TP={tp} (Megatron-Core ModelParallelConfig.__post_init__)")
 
-    # Bridge finalize silently turns sequence parallelism off at TP <= 1.
-    if v.get("model.sequence_parallel") and tp <= 1:
+    # Bridge finalize silently turns sequence parallelism off at TP <= 1 (and an unset flag
+    # cannot matter there either).
+    if "model.sequence_parallel" in cfg.unknown and tp <= 1:
+        _set(cfg, "model.sequence_parallel", False, "sequence_parallel unset with TP=1 -> false")
+    elif v.get("model.sequence_parallel") and tp <= 1:
         _set(cfg, "model.sequence_parallel", False,
              "sequence_parallel=true with TP=1 -> false (Bridge TransformerConfig.finalize)")
 

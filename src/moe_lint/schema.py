@@ -45,7 +45,7 @@ class ModelSection(_Section):
     expert_model_parallel_size: int = _SIZE
     expert_tensor_parallel_size: int | None = Field(default=None, ge=1)
     virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1)
-    sequence_parallel: bool = False
+    sequence_parallel: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
     cp_comm_type: str | list[str] | None = None
     hierarchical_context_parallel_sizes: list[int] | None = None
     pipeline_model_parallel_layout: str | list[Any] | None = None
