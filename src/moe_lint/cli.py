@@ -155,16 +155,30 @@ def _cmd_check(argv: list[str]) -> int:
             raise UsageError(f"unknown rule selector {selector!r}")
 
     results: list[FileResult] = []
+    changed = 0
     for path in files:
         result = lint_path(path, catalogue, settings, overrides, cli_cluster)
         if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
-            result = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+            result, did_change = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+            changed += did_change
         results.append(result)
+    if ns.diff:
+        # Like `ruff --diff`: the diff is the output; exit 1 when something would change.
+        for r in results:
+            if r.error is not None:
+                print(f"{r.path}: error: {r.error}", file=sys.stderr)
+        if any(r.error is not None for r in results):
+            return EXIT_USAGE
+        if not ns.quiet:
+            print(f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
+                  f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}.", file=sys.stderr)
+        return EXIT_FINDINGS if changed else EXIT_OK
     return _report(results, settings.fail_on, fmt, ns)
 
 
 def _fix_file(result: Any, catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any,
-              ns: argparse.Namespace) -> Any:
+              ns: argparse.Namespace) -> tuple[Any, bool]:
+    """Run the fix loop on one file: write it (--fix) or print its diff (--diff)."""
     from moe_lint.fix import fix_loop, unified_diff, write_atomic
     from moe_lint.lint import lint_text
 
@@ -177,16 +191,16 @@ def _fix_file(result: Any, catalogue: Any, settings: Any, overrides: Any, cli_cl
         return again.findings
 
     new_text, remaining, _passes = fix_loop(doc.text, relint, ns.unsafe_fixes)
-    if new_text != doc.text:
-        if ns.diff:
-            sys.stdout.write(unified_diff(doc.path, doc.text, new_text))
-        else:
-            write_atomic(doc.path, new_text, doc.had_bom)
-        result.findings = remaining
-        refreshed = lint_text(new_text, catalogue, settings, overrides, cli_cluster, path=doc.path)
-        result.doc = refreshed.doc
-        result.findings = refreshed.findings
-    return result
+    if new_text == doc.text:
+        return result, False
+    if ns.diff:
+        sys.stdout.write(unified_diff(doc.path, doc.text, new_text))
+        return result, True
+    write_atomic(doc.path, new_text, doc.had_bom)
+    refreshed = lint_text(new_text, catalogue, settings, overrides, cli_cluster, path=doc.path)
+    result.doc = refreshed.doc
+    result.findings = remaining
+    return result, True
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:

@@ -116,7 +116,7 @@ def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
     for row in rows:
         line = Text()
         for text, kind in row:

@@ -83,6 +83,12 @@ def normalize_gpu(name: str, where: str) -> str:
 def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Settings:
     """Return settings with cluster/model keys from ``values`` applied."""
     out = replace(settings)
+    keys = {k.replace("_", "-") for k in values}
+    # A layer that gives the world one way replaces a world given the other way below it.
+    if "nodes" in keys and "gpus" not in keys:
+        out.gpus = None
+    if "gpus" in keys and "nodes" not in keys:
+        out.nodes = None
     for key, value in values.items():
         norm = key.replace("_", "-")
         if norm == "gpus":

@@ -1,0 +1,193 @@
+"""The command line contract: exit codes, formats, overrides, settings precedence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from moe_lint.cli import main
+
+EXAMPLES = REPO / "examples"
+GOOD = [EXAMPLES / "dsv3_128k_h100.yaml", EXAMPLES / "dsv3_256k_h100.yaml",
+        EXAMPLES / "qwen3_235b_128k_gb200.yaml"]
+BROKEN = EXAMPLES / "dsv3_128k_h100_broken.yaml"
+JSON_FIELDS = {"code", "name", "severity", "message", "path", "file", "line", "column",
+               "end_line", "end_column", "derivation", "fix", "applicability", "edits"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)
+def test_seed_families_have_no_error(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    code, out, _ = run(capsys, str(path), "--format", "json")
+    findings = json.loads(out)
+    assert code == 0
+    assert [f for f in findings if f["severity"] == "error"] == []
+
+
+def test_broken_example_shows_every_severity(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(BROKEN), "--format", "json")
+    findings = json.loads(out)
+    assert code == 1
+    assert {f["severity"] for f in findings} == {"error", "warning", "info"}
+    for f in findings:
+        assert set(f) == JSON_FIELDS
+    # the arithmetic is shown for derived findings
+    par001 = next(f for f in findings if f["code"] == "PAR001")
+    assert "min GPUs = PP·lcm(TP·CP, ETP·EP) = 8·lcm(48, 48) = 384" in par001["derivation"]
+    assert (par001["line"], par001["column"]) == (9, 3)
+
+
+def test_concise_format(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(BROKEN), "--format", "concise")
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"{BROKEN}:") and "[error]" in first
+
+
+def test_text_format_has_caret_derivation_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(BROKEN), "--select", "PAR001")
+    assert code == 1
+    assert "  9 |   context_parallel_size: 24" in out
+    assert "^^^^" in out and "= derived:" in out and "= help:" in out
+    assert "\x1b[" not in out  # not a terminal: no colour codes
+    assert "Found 1 error in 1 file" in out
+
+
+def test_force_color(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, str(BROKEN), "--select", "PAR001", "--color", "always")
+    assert "\x1b[" in out
+
+
+def test_fail_on_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    good = str(GOOD[0])
+    assert run(capsys, good)[0] == 0
+    assert run(capsys, good, "--fail-on", "warning")[0] == 1
+    assert run(capsys, str(BROKEN), "--exit-zero")[0] == 0
+
+
+def test_overrides_apply_and_locate(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(GOOD[0]), "model.context_parallel_size=24",
+                       "model.recompute_modules=[moe_act,norm]", "--format", "json")
+    findings = json.loads(out)
+    got = {f["code"] for f in findings}
+    assert code == 1
+    assert {"CP001", "PAR001", "RCP003"} <= got
+    par001 = next(f for f in findings if f["code"] == "PAR001")
+    assert "override model.context_parallel_size=24" in par001["derivation"]
+
+
+def test_cli_gpus_wins_over_directive(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(GOOD[0]), "--gpus", "96", "--format", "json")
+    assert code == 1
+    assert any(f["code"] == "PAR001" for f in json.loads(out))
+
+
+def test_nodes_times_gpus_per_node(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(GOOD[0]), "--nodes", "12", "--gpus-per-node", "8",
+                       "--format", "json")
+    findings = json.loads(out)
+    assert code == 1
+    par001 = next(f for f in findings if f["code"] == "PAR001")
+    assert "world = 96 GPUs" in par001["derivation"]
+    code, out, _ = run(capsys, str(GOOD[0]), "--nodes", "64", "--format", "json")
+    assert code == 0  # 64 nodes x 8 H100 = 512 GPUs: DP = 2, no squeeze warnings
+    assert {f["code"] for f in json.loads(out)} & {"PAR004", "PAR005"} == set()
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for args in (["--gpu", "tpu"], ["--gpus", "zero"], ["--select", "NOPE999"], [],
+                 ["--model", "gpt-7"], ["--format", "xml"]):
+        code, out, err = run(capsys, str(GOOD[0]), *args) if args else run(capsys)
+        assert code == 2, args
+        assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cases = {
+        "syntax.yaml": "model:\n  tensor_model_parallel_size: [1,\n",
+        "python.yaml": "model: !!python/object/apply:os.system ['echo hi']\n",
+        "list.yaml": "- 1\n- 2\n",
+        "empty.yaml": "",
+        "binary.yaml": "\x00\x01\x02",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        before = path.read_bytes()
+        code, out, err = run(capsys, str(path), "--fix")
+        assert code == 2, name
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(str(path)), (name, err)
+        assert path.read_bytes() == before
+    code, _, err = run(capsys, str(tmp_path / "missing.yaml"))
+    assert code == 2 and "no such file" in err
+
+
+def test_non_bridge_yaml_is_skipped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "workflow.yaml"
+    path.write_text("name: ci\non: [push]\njobs: {}\n")
+    code, out, _ = run(capsys, str(path))
+    assert code == 0 and "skipped: not a Megatron Bridge config" in out
+
+
+def test_rules_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "rules", "--format", "json")
+    rules = json.loads(out)
+    assert code == 0 and {"PAR001", "RCP003", "SCH001"} <= {r["code"] for r in rules}
+    code, out, _ = run(capsys, "explain", "RCP003")
+    assert code == 0 and "# unknown-recompute-label (RCP003)" in out and "## Use instead" in out
+    code, out, _ = run(capsys, "explain", "world-not-divisible-by-dense-mesh")
+    assert code == 0 and "(PAR001)" in out
+    assert run(capsys, "explain", "XYZ123")[0] == 2
+
+
+def test_pyproject_settings(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.moe-lint]\ngpus = 96\nignore = ["PAR002"]\nfail-on = "warning"\n'
+        '[tool.moe-lint.per-file."big/*.yaml"]\ngpus = 256\n'
+        '[tool.moe-lint.per-file-ignores]\n"big/*.yaml" = ["PAR004", "PAR005"]\n')
+    cfg = GOOD[0].read_text().replace("# moe-lint: gpus=256 gpu=h100 model=deepseek-v3\n", "")
+    (tmp_path / "big").mkdir()
+    (tmp_path / "small.yaml").write_text(cfg)
+    (tmp_path / "big" / "dsv3.yaml").write_text(cfg)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "small.yaml", "--format", "json")
+    got = {f["code"] for f in json.loads(out)}
+    assert "PAR001" in got and "PAR002" not in got and code == 1
+    code, out, _ = run(capsys, "big/dsv3.yaml", "--format", "json")
+    assert code == 0 and {f["code"] for f in json.loads(out)} <= {"SEQ004"}
+    code, out, _ = run(capsys, "big/dsv3.yaml", "--isolated", "--format", "json")
+    assert "PAR003" in {f["code"] for f in json.loads(out)}
+
+
+def test_fix_writes_atomically_and_keeps_mode(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN.read_text())
+    os.chmod(path, 0o640)
+    code, _, _ = run(capsys, str(path), "--fix", "--format", "concise")
+    text = path.read_text()
+    assert "recompute_modules: [mla_up_proj, layernorm, moe, mlp]   # the guidance's" in text
+    assert "sequence_parallel: true" in text
+    assert oct(path.stat().st_mode & 0o777) == oct(0o640)
+    assert code == 1  # unfixable errors remain
+    assert [p.name for p in tmp_path.iterdir()] == ["broken.yaml"]  # no temp file left
+
+
+def test_console_script_runs() -> None:
+    proc = subprocess.run([sys.executable, "-m", "moe_lint", str(GOOD[2])],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
