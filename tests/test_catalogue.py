@@ -1,0 +1,88 @@
+"""Rule packs are validated when loaded and can never execute code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_lint
+from moe_lint.catalogue import builtin_rules_dir, load_catalogue, load_pack
+from moe_lint.cli import main
+from moe_lint.errors import RulePackError
+
+RULE = """
+pack: extra
+rules:
+  - code: {code}
+    name: {name}
+    severity: warning
+    summary: test rule
+    path: model.context_parallel_size
+    when: "{when}"
+    message: "{message}"
+    source: test
+    docs:
+      what: w
+      why: y
+      example: "model: {{context_parallel_size: 16}}"
+      use_instead: "model: {{context_parallel_size: 2}}"
+"""
+
+
+def pack(tmp_path: Path, **kw: str) -> Path:
+    values = {"code": "XTR001", "name": "big-cp", "when": "cp > 8", "message": "CP {cp} is big"}
+    values.update(kw)
+    path = tmp_path / "extra.yaml"
+    path.write_text(RULE.format(**values))
+    return path
+
+
+def test_extra_pack_runs(tmp_path: Path) -> None:
+    catalogue = load_catalogue([pack(tmp_path)], plugins=False)
+    result = run_lint(catalogue, "model:\n  context_parallel_size: 16\n", ["XTR001"])
+    assert [f.message for f in result.findings] == ["CP 16 is big"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("when", "__import__('os').system('echo pwned')", "whitelisted"),
+        ("when", "cp.__class__", "attribute"),
+        ("when", "model.__dict__", "attribute"),
+        ("when", "model.context_paralel_size > 1", "unknown field"),
+        ("when", "open('/etc/passwd')", "whitelisted"),
+        ("when", "(lambda: 1)()", "lambda"),
+        ("when", "dpp > 1", "unknown name"),
+        ("when", "cp >", "syntax error"),
+        ("message", "{cp.__class__}", "unknown placeholder"),
+        ("message", "{dpp}", "unknown placeholder"),
+        ("code", "X1", "must look like"),
+        ("name", "Big_CP", "kebab-case"),
+    ],
+)
+def test_bad_packs_are_rejected_at_load(tmp_path: Path, field: str, value: str, needle: str) -> None:
+    with pytest.raises(RulePackError, match=needle):
+        load_pack(pack(tmp_path, **{field: value}), {})
+
+
+def test_duplicate_codes_rejected(tmp_path: Path) -> None:
+    with pytest.raises(RulePackError, match="defined twice"):
+        load_catalogue([pack(tmp_path, code="PAR001")], plugins=False)
+
+
+def test_bad_pack_from_cli_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = pack(tmp_path, when="__import__('os')")
+    assert main([str(REPO / "examples" / "dsv3_128k_h100.yaml"), "--rules", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "whitelisted" in err
+
+
+def test_rules_dir_found() -> None:
+    assert (builtin_rules_dir() / "parallel.yaml").is_file()
+
+
+def test_every_rule_names_its_source_and_docs() -> None:
+    for rule in load_catalogue(plugins=False).rules:
+        assert rule.source and rule.docs["example"] and rule.docs["use_instead"]
+        assert rule.code[:2].isalpha() and rule.name == rule.name.lower()
