@@ -215,15 +215,14 @@ def main() -> None:
             f"| {name} | {label} | {med:.1f} | {lo:.1f} | {ratio(med, floor_yaml[0])} | "
             f"{ratio(med, floor_pyd[0])} | {ratio(med, yl[0] if yl else None)} |"
         )
-    out += [
-        "",
-        f"- `moe-lint` script: `{script}`" if script else "",
-        f"- `moe-lint` via PATH: `{on_path}` (a wrapper around the script above)"
-        if on_path
-        else "",
-        f"- `yamllint`: `{yamllint}`" if yamllint else "",
-        *notes,
-    ]
+    out.append("")
+    if script:
+        out.append(f"- `moe-lint` script: `{script}`")
+    if on_path:
+        out.append(f"- `moe-lint` via PATH: `{on_path}` (a wrapper around the script above)")
+    if yamllint:
+        out.append(f"- `yamllint`: `{yamllint}`")
+    out += notes
     first, extra = present[0]
     out += [
         "",
@@ -232,9 +231,7 @@ def main() -> None:
         *import_profile(["-m", "moe_lint", first, *extra, "--format", "concise"]),
     ]
 
-    report = (
-        "\n".join(line for i, line in enumerate(out) if line or (i and out[i - 1])) + "\n"
-    )  # drop doubled blank lines
+    report = "\n".join(out) + "\n"
     print(report, end="")
     if args.output:
         args.output.write_text(report)

@@ -61,7 +61,9 @@ def test_extra_pack_runs(tmp_path: Path) -> None:
         ("name", "Big_CP", "kebab-case"),
     ],
 )
-def test_bad_packs_are_rejected_at_load(tmp_path: Path, field: str, value: str, needle: str) -> None:
+def test_bad_packs_are_rejected_at_load(
+    tmp_path: Path, field: str, value: str, needle: str
+) -> None:
     with pytest.raises(RulePackError, match=needle):
         load_pack(pack(tmp_path, **{field: value}), {})
 

@@ -14,11 +14,28 @@ from conftest import REPO
 from moe_lint.cli import main
 
 EXAMPLES = REPO / "examples"
-GOOD = [EXAMPLES / "dsv3_128k_h100.yaml", EXAMPLES / "dsv3_256k_h100.yaml",
-        EXAMPLES / "qwen3_235b_128k_gb200.yaml"]
+GOOD = [
+    EXAMPLES / "dsv3_128k_h100.yaml",
+    EXAMPLES / "dsv3_256k_h100.yaml",
+    EXAMPLES / "qwen3_235b_128k_gb200.yaml",
+]
 BROKEN = EXAMPLES / "dsv3_128k_h100_broken.yaml"
-JSON_FIELDS = {"code", "name", "severity", "message", "path", "file", "line", "column",
-               "end_line", "end_column", "derivation", "fix", "applicability", "edits"}
+JSON_FIELDS = {
+    "code",
+    "name",
+    "severity",
+    "message",
+    "path",
+    "file",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "derivation",
+    "fix",
+    "applicability",
+    "edits",
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -77,8 +94,14 @@ def test_fail_on_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_overrides_apply_and_locate(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, str(GOOD[0]), "model.context_parallel_size=24",
-                       "model.recompute_modules=[moe_act,norm]", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        str(GOOD[0]),
+        "model.context_parallel_size=24",
+        "model.recompute_modules=[moe_act,norm]",
+        "--format",
+        "json",
+    )
     findings = json.loads(out)
     got = {f["code"] for f in findings}
     assert code == 1
@@ -94,8 +117,9 @@ def test_cli_gpus_wins_over_directive(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_nodes_times_gpus_per_node(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, str(GOOD[0]), "--nodes", "12", "--gpus-per-node", "8",
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, str(GOOD[0]), "--nodes", "12", "--gpus-per-node", "8", "--format", "json"
+    )
     findings = json.loads(out)
     assert code == 1
     par001 = next(f for f in findings if f["code"] == "PAR001")
@@ -106,9 +130,15 @@ def test_nodes_times_gpus_per_node(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for args in (["--gpu", "tpu"], ["--gpus", "zero"], ["--select", "NOPE999"], [],
-                 ["--model", "gpt-7"], ["--format", "xml"]):
-        code, out, err = run(capsys, str(GOOD[0]), *args) if args else run(capsys)
+    for args in (
+        ["--gpu", "tpu"],
+        ["--gpus", "zero"],
+        ["--select", "NOPE999"],
+        [],
+        ["--model", "gpt-7"],
+        ["--format", "xml"],
+    ):
+        code, _, err = run(capsys, str(GOOD[0]), *args) if args else run(capsys)
         assert code == 2, args
         assert err.count("\n") == 1 and "Traceback" not in err
 
@@ -125,7 +155,7 @@ def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path:
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         before = path.read_bytes()
-        code, out, err = run(capsys, str(path), "--fix")
+        code, _, err = run(capsys, str(path), "--fix")
         assert code == 2, name
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(str(path)), (name, err)
@@ -152,12 +182,14 @@ def test_rules_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "explain", "XYZ123")[0] == 2
 
 
-def test_pyproject_settings(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pyproject_settings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.moe-lint]\ngpus = 96\nignore = ["PAR002"]\nfail-on = "warning"\n'
         '[tool.moe-lint.per-file."big/*.yaml"]\ngpus = 256\n'
-        '[tool.moe-lint.per-file-ignores]\n"big/*.yaml" = ["PAR004", "PAR005"]\n')
+        '[tool.moe-lint.per-file-ignores]\n"big/*.yaml" = ["PAR004", "PAR005"]\n'
+    )
     cfg = GOOD[0].read_text().replace("# moe-lint: gpus=256 gpu=h100 model=deepseek-v3\n", "")
     (tmp_path / "big").mkdir()
     (tmp_path / "small.yaml").write_text(cfg)
@@ -172,8 +204,9 @@ def test_pyproject_settings(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert "PAR003" in {f["code"] for f in json.loads(out)}
 
 
-def test_fix_writes_atomically_and_keeps_mode(capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:
+def test_fix_writes_atomically_and_keeps_mode(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text(BROKEN.read_text())
     os.chmod(path, 0o640)
@@ -187,7 +220,11 @@ def test_fix_writes_atomically_and_keeps_mode(capsys: pytest.CaptureFixture[str]
 
 
 def test_console_script_runs() -> None:
-    proc = subprocess.run([sys.executable, "-m", "moe_lint", str(GOOD[2])],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "moe_lint", str(GOOD[2])],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""

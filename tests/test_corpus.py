@@ -19,7 +19,9 @@ _spec.loader.exec_module(corpus_report)
 FILES = corpus_report.corpus_files()
 
 
-@pytest.mark.parametrize(("path", "cluster"), FILES, ids=lambda v: v.name if isinstance(v, Path) else "")
+@pytest.mark.parametrize(
+    ("path", "cluster"), FILES, ids=lambda v: v.name if isinstance(v, Path) else ""
+)
 def test_corpus_file_lints_without_crash(
     path: Path, cluster: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -27,7 +29,7 @@ def test_corpus_file_lints_without_crash(
     for key, value in cluster.items():
         args += [f"--{key}", str(value)]
     code = main(args)
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code in (0, 1, 2), err
     assert "Traceback" not in err and "internal error" not in err
     if code == 2:
@@ -39,17 +41,34 @@ def test_corpus_file_lints_without_crash(
     [f for f in FILES if "bridge-full-dumps" in str(f[0])],
     ids=lambda v: v.name if isinstance(v, Path) else "",
 )
-def test_full_dumps_have_no_error(path: Path, cluster: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_dumps_have_no_error(
+    path: Path, cluster: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     # These NVIDIA recipes pass Bridge's validation and run at the size in their names.
-    code = main([str(path), "--gpus", str(cluster["gpus"]), "--gpu", str(cluster["gpu"]),
-                 "--format", "concise", "--fail-on", "error"])
+    code = main(
+        [
+            str(path),
+            "--gpus",
+            str(cluster["gpus"]),
+            "--gpu",
+            str(cluster["gpu"]),
+            "--format",
+            "concise",
+            "--fail-on",
+            "error",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0, out
 
 
 def test_readme_corpus_report_is_current() -> None:
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "corpus_report.py"), "--check"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "corpus_report.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

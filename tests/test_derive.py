@@ -16,9 +16,11 @@ def facts(text: str, gpus: int | None = None) -> dict[str, object]:
 
 
 def layout(tp: int, cp: int, ep: int, pp: int, seq: int, sp: bool = False) -> str:
-    return (f"model:\n  tensor_model_parallel_size: {tp}\n  context_parallel_size: {cp}\n"
-            f"  expert_model_parallel_size: {ep}\n  pipeline_model_parallel_size: {pp}\n"
-            f"  seq_length: {seq}\n  sequence_parallel: {str(sp).lower()}\n")
+    return (
+        f"model:\n  tensor_model_parallel_size: {tp}\n  context_parallel_size: {cp}\n"
+        f"  expert_model_parallel_size: {ep}\n  pipeline_model_parallel_size: {pp}\n"
+        f"  seq_length: {seq}\n  sequence_parallel: {str(sp).lower()}\n"
+    )
 
 
 # family, TP, CP, EP, PP, seq, SP, dense mesh, expert mesh, min GPUs, DP, EDP, tok/CP, tok/TP·CP
@@ -69,7 +71,10 @@ def test_not_divisible_world_is_missing_not_wrong() -> None:
 
 
 def test_microbatches() -> None:
-    text = layout(tp=1, cp=4, ep=8, pp=4, seq=16384) + "train:\n  global_batch_size: 64\n  micro_batch_size: 2\n"
+    text = (
+        layout(tp=1, cp=4, ep=8, pp=4, seq=16384)
+        + "train:\n  global_batch_size: 64\n  micro_batch_size: 2\n"
+    )
     f = facts(text, gpus=64)
     assert f["dp"] == 4 and f["microbatches"] == 8
 

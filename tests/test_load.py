@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from moe_lint.errors import InputError
+from moe_lint.fix import apply_edits
 from moe_lint.load import decode, format_path, parse_path, parse_text
 from moe_lint.locate import location, set_value_edit
-from moe_lint.fix import apply_edits
 
 
 def test_spans_for_keys_and_list_items() -> None:
@@ -26,7 +26,7 @@ def test_crlf_and_unicode_indices() -> None:
     text = "# é\r\nmodel:\r\n  context_parallel_size: 8\r\n"
     doc = parse_text(text)
     span = doc.spans[("model", "context_parallel_size")]
-    assert text[span.value_start.index:span.value_end.index] == "8"
+    assert text[span.value_start.index : span.value_end.index] == "8"
     assert span.key_start.line == 3
     edit = set_value_edit(doc, ("model", "context_parallel_size"), 16)
     assert apply_edits(text, [edit]) == text.replace(": 8\r\n", ": 16\r\n")
@@ -41,7 +41,10 @@ def test_insert_missing_key_under_block_parent() -> None:
     text = "model:\n  a: 1   # c\n  b:\n    - x\ntrain: {}\n"
     doc = parse_text(text)
     edit = set_value_edit(doc, ("model", "sequence_parallel"), True)
-    assert apply_edits(text, [edit]) == "model:\n  a: 1   # c\n  b:\n    - x\n  sequence_parallel: true\ntrain: {}\n"
+    assert (
+        apply_edits(text, [edit])
+        == "model:\n  a: 1   # c\n  b:\n    - x\n  sequence_parallel: true\ntrain: {}\n"
+    )
     # inside a flow mapping there is no faithful text edit
     assert set_value_edit(doc, ("train", "x"), 1) is None
     # a missing section is appended

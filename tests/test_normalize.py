@@ -32,8 +32,11 @@ def test_sequence_parallel_forced_off_at_tp1() -> None:
         ("external_cuda_graph: true\n  cuda_graph_scope: [attn]", "transformer_engine", ["attn"]),
         ("cuda_graph_impl: transformer_engine\n  cuda_graph_scope: full", "transformer_engine", []),
         ("cuda_graph_scope: full_iteration", "full_iteration", []),
-        ("cuda_graph_impl: transformer_engine\n  cuda_graph_modules: attn,moe_router",
-         "transformer_engine", ["attn", "moe_router"]),
+        (
+            "cuda_graph_impl: transformer_engine\n  cuda_graph_modules: attn,moe_router",
+            "transformer_engine",
+            ["attn", "moe_router"],
+        ),
     ],
 )
 def test_deprecated_cuda_graph_flags(model: str, impl: str, modules: list[str]) -> None:
@@ -55,14 +58,19 @@ def test_unknown_mixed_precision_recipe_is_a_type_problem() -> None:
 
 
 def test_comm_overlap_resets_model_ep_overlap() -> None:
-    cfg = norm("model:\n  overlap_moe_expert_parallel_comm: true\ncomm_overlap:\n  tp_comm_overlap: false\n")
+    cfg = norm(
+        "model:\n  overlap_moe_expert_parallel_comm: true\n"
+        "comm_overlap:\n  tp_comm_overlap: false\n"
+    )
     assert cfg.values["model.overlap_moe_expert_parallel_comm"] is False
 
 
 def test_wrapped_and_full_dump_forms() -> None:
     wrapped = norm("ConfigContainer:\n  model:\n    context_parallel_size: 4\nperf_matrix: {}\n")
     assert wrapped.form == "wrapped" and wrapped.values["model.context_parallel_size"] == 4
-    dump = norm("_target_: megatron.bridge.training.config.ConfigContainer\nmodel:\n  _target_: x\n")
+    dump = norm(
+        "_target_: megatron.bridge.training.config.ConfigContainer\nmodel:\n  _target_: x\n"
+    )
     assert dump.form == "full-dump"
 
 
@@ -72,19 +80,28 @@ def test_not_a_bridge_config() -> None:
 
 
 def test_overrides_win_and_are_recorded() -> None:
-    cfg = norm("model:\n  context_parallel_size: 4\n", "model.context_parallel_size=16",
-               "+env_vars.NCCL_DEBUG=INFO", "~model.sequence_parallel")
+    cfg = norm(
+        "model:\n  context_parallel_size: 4\n",
+        "model.context_parallel_size=16",
+        "+env_vars.NCCL_DEBUG=INFO",
+        "~model.sequence_parallel",
+    )
     assert cfg.values["model.context_parallel_size"] == 16
     assert cfg.origin["model.context_parallel_size"] == "override"
     assert cfg.raw["env_vars"] == {"NCCL_DEBUG": "INFO"}
 
 
 def test_wrong_types_are_dropped_and_reported() -> None:
-    cfg = norm("model:\n  context_parallel_size: eight\n  tensor_model_parallel_size: 0\n"
-               "  sequence_parallel: maybe\n")
+    cfg = norm(
+        "model:\n  context_parallel_size: eight\n  tensor_model_parallel_size: 0\n"
+        "  sequence_parallel: maybe\n"
+    )
     bad = {p.path for p in cfg.type_problems}
-    assert bad == {"model.context_parallel_size", "model.tensor_model_parallel_size",
-                   "model.sequence_parallel"}
+    assert bad == {
+        "model.context_parallel_size",
+        "model.tensor_model_parallel_size",
+        "model.sequence_parallel",
+    }
     assert "model.context_parallel_size" in cfg.unknown
 
 

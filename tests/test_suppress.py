@@ -21,7 +21,10 @@ def test_by_rule_name(catalogue: Catalogue) -> None:
 def test_line_above_and_block(catalogue: Catalogue) -> None:
     text = "# moe-lint: disable=CP001\nmodel:\n  context_parallel_size: 24\n"
     assert codes(run_lint(catalogue, text, ["CP001", "SUP001"]).findings) == []
-    text = "model:\n  # moe-lint: disable=CP001 -- comment lines in between are skipped\n  # note\n  context_parallel_size: 24\n"
+    text = (
+        "model:\n  # moe-lint: disable=CP001 -- comment lines in between are skipped\n"
+        "  # note\n  context_parallel_size: 24\n"
+    )
     assert codes(run_lint(catalogue, text, ["CP001", "SUP001"]).findings) == []
 
 
@@ -31,7 +34,10 @@ def test_disable_file(catalogue: Catalogue) -> None:
 
 
 def test_other_line_not_suppressed(catalogue: Catalogue) -> None:
-    text = "model:\n  tensor_model_parallel_size: 1  # moe-lint: disable=CP001\n  context_parallel_size: 24\n"
+    text = (
+        "model:\n  tensor_model_parallel_size: 1  # moe-lint: disable=CP001\n"
+        "  context_parallel_size: 24\n"
+    )
     result = run_lint(catalogue, text, ["CP001", "SUP001"])
     assert sorted(codes(result.findings)) == ["CP001", "SUP001"]
     sup = next(f for f in result.findings if f.code == "SUP001")

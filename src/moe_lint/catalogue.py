@@ -145,12 +145,12 @@ def _load_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         from moe_lint.load import _yaml_error_message
 
-        raise RulePackError(f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}") from None
+        raise RulePackError(
+            f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}"
+        ) from None
 
 
-def _rule_from_entry(
-    entry: Any, where: str, pack: str, checks: dict[str, PythonCheck]
-) -> Rule:
+def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, PythonCheck]) -> Rule:
     if not isinstance(entry, dict):
         raise RulePackError(f"{where}: each rule must be a mapping")
     unknown = set(entry) - _RULE_KEYS
@@ -190,7 +190,12 @@ def _rule_from_entry(
     for let_name, text in raw_lets.items():
         if not str(let_name).isidentifier() or let_name in names:
             raise RulePackError(f"{where}: bad or shadowing let name {let_name!r}")
-        lets.append((let_name, compile_expr(str(text), f"{where} let.{let_name}", frozenset(names), field_exists)))
+        lets.append(
+            (
+                let_name,
+                compile_expr(str(text), f"{where} let.{let_name}", frozenset(names), field_exists),
+            )
+        )
         names.add(let_name)
     frozen = frozenset(names)
     compiled_when = compile_expr(str(when), f"{where} when", frozen, field_exists) if when else None
@@ -220,7 +225,9 @@ def _rule_from_entry(
         for set_path, text in (raw_fix.get("set") or {}).items():
             if str(set_path).split(".")[0] not in SECTION_NAMES:
                 raise RulePackError(f"{where}: fix path {set_path!r} must start with a section")
-            sets.append((str(set_path), compile_expr(str(text), f"{where} fix.set", frozen, field_exists)))
+            sets.append(
+                (str(set_path), compile_expr(str(text), f"{where} fix.set", frozen, field_exists))
+            )
         if applicability != "display-only" and not sets and check is None:
             raise RulePackError(f"{where}: an applicable fix needs 'set' values")
         fix = FixSpec(

@@ -39,7 +39,7 @@ def unknown_keys(ctx: Context) -> Iterator[Violation]:
     sections: dict[str, dict[str, str]] = catalogue["sections"]
     top_level = set(catalogue.get("top_level") or sections)
     free_form = set(catalogue.get("free_form") or ())
-    raw = ctx.config.doc.data
+    raw: Any = ctx.config.doc.data
     for part in ctx.config.root:
         raw = raw[part]
 
@@ -70,9 +70,7 @@ def unknown_keys(ctx: Context) -> Iterator[Violation]:
         if key == "_target_":
             continue
         if key not in top_level:
-            guess = _suggest(key, sorted(top_level)) or (
-                "dataset" if key == "data" else None
-            )
+            guess = _suggest(key, sorted(top_level)) or ("dataset" if key == "data" else None)
             hint = f"did you mean '{guess}'?" if guess else "not a ConfigContainer section"
             yield _violation(key, key=key, hint=hint)
         elif isinstance(value, dict):
@@ -82,7 +80,9 @@ def unknown_keys(ctx: Context) -> Iterator[Violation]:
 def type_problems(ctx: Context) -> Iterator[Violation]:
     """Values Bridge's dataclasses would reject (wrong type, out of range, bad choice)."""
     for problem in ctx.config.type_problems:
-        yield _violation(problem.path, key=problem.path, value=problem.value, problem=problem.message)
+        yield _violation(
+            problem.path, key=problem.path, value=problem.value, problem=problem.message
+        )
 
 
 def duplicate_keys(ctx: Context) -> Iterator[Violation]:
@@ -91,7 +91,7 @@ def duplicate_keys(ctx: Context) -> Iterator[Violation]:
 
     root = ctx.config.root
     for path, _span in ctx.config.doc.duplicates:
-        logical = path[len(root):] if path[: len(root)] == root else path
+        logical = path[len(root) :] if path[: len(root)] == root else path
         yield Violation(path=format_path(logical), params={"key": format_path(logical)})
 
 
@@ -116,7 +116,10 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
 
     cfg = ctx.config
     modules = cfg.values.get("model.recompute_modules")
-    if not isinstance(modules, list) or cfg.origin.get("model.recompute_modules") not in ("file", "override"):
+    if not isinstance(modules, list) or cfg.origin.get("model.recompute_modules") not in (
+        "file",
+        "override",
+    ):
         return
     for i, label in enumerate(modules):
         if label in RECOMPUTE_LABELS:
@@ -180,11 +183,15 @@ def _line_path(ctx: Context, line: int) -> str:
     root = ctx.config.root
     for path, span in ctx.config.doc.spans.items():
         start = span.key_start or span.value_start
-        if start.line == line and path[: len(root)] == root and (best is None or len(path) < len(best)):
+        if (
+            start.line == line
+            and path[: len(root)] == root
+            and (best is None or len(path) < len(best))
+        ):
             best = path
     if best is None:
         return "<comment>"
-    return format_path(best[len(root):]) or "<comment>"
+    return format_path(best[len(root) :]) or "<comment>"
 
 
 REGISTRY: dict[str, PythonCheck] = {
@@ -193,7 +200,9 @@ REGISTRY: dict[str, PythonCheck] = {
     "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
     "type-problems": PythonCheck(type_problems, frozenset({"key", "value", "problem"})),
     "duplicate-keys": PythonCheck(duplicate_keys, frozenset({"key"})),
-    "unresolved-interpolations": PythonCheck(unresolved_interpolations, frozenset({"key", "value"})),
+    "unresolved-interpolations": PythonCheck(
+        unresolved_interpolations, frozenset({"key", "value"})
+    ),
     "unknown-recompute-labels": PythonCheck(
         unknown_recompute_labels, frozenset({"label", "hint", "allowed"})
     ),

@@ -30,14 +30,18 @@ def _csv(value: str) -> list[str]:
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise UsageError(message)
 
 
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="moe-lint", description="Lint long-context MoE Megatron Bridge configs.")
-    p.add_argument("args", nargs="*", metavar="FILE|OVERRIDE",
-                   help="config files, then Hydra-style overrides (model.context_parallel_size=16)")
+    p.add_argument(
+        "args",
+        nargs="*",
+        metavar="FILE|OVERRIDE",
+        help="config files, then Hydra-style overrides (model.context_parallel_size=16)",
+    )
     p.add_argument("--version", action="version", version=f"moe-lint {__version__}")
     cluster = p.add_argument_group("cluster and model")
     cluster.add_argument("--gpus", type=str, help="total GPUs (world size)")
@@ -53,10 +57,18 @@ def _check_parser() -> argparse.ArgumentParser:
     sel.add_argument("--select", type=_csv, help="rules to enable (codes, names, prefixes, ALL)")
     sel.add_argument("--extend-select", type=_csv, default=[], help="rules to add")
     sel.add_argument("--ignore", type=_csv, default=[], help="rules to disable")
-    sel.add_argument("--rules", action="append", default=[], metavar="PACK",
-                     help="extra rule pack (YAML, data only); repeatable")
-    sel.add_argument("--fail-on", choices=("error", "warning", "info"),
-                     help="lowest severity that fails the run (default: error)")
+    sel.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="PACK",
+        help="extra rule pack (YAML, data only); repeatable",
+    )
+    sel.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        help="lowest severity that fails the run (default: error)",
+    )
     sel.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     sel.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read settings from")
     sel.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
@@ -141,9 +153,17 @@ def _cmd_check(argv: list[str]) -> int:
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    cli_cluster = {k: v for k, v in (("gpus", ns.gpus), ("nodes", ns.nodes),
-                                     ("gpus-per-node", ns.gpus_per_node), ("gpu", ns.gpu),
-                                     ("model", ns.model)) if v is not None}
+    cli_cluster = {
+        k: v
+        for k, v in (
+            ("gpus", ns.gpus),
+            ("nodes", ns.nodes),
+            ("gpus-per-node", ns.gpus_per_node),
+            ("gpu", ns.gpu),
+            ("model", ns.model),
+        )
+        if v is not None
+    }
     if cli_cluster:
         from moe_lint.settings import Settings, apply_cluster
 
@@ -170,14 +190,23 @@ def _cmd_check(argv: list[str]) -> int:
         if any(r.error is not None for r in results):
             return EXIT_USAGE
         if not ns.quiet:
-            print(f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
-                  f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}.", file=sys.stderr)
+            print(
+                f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
+                f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}.",
+                file=sys.stderr,
+            )
         return EXIT_FINDINGS if changed else EXIT_OK
     return _report(results, settings.fail_on, fmt, ns)
 
 
-def _fix_file(result: Any, catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any,
-              ns: argparse.Namespace) -> tuple[Any, bool]:
+def _fix_file(
+    result: Any,
+    catalogue: Any,
+    settings: Any,
+    overrides: Any,
+    cli_cluster: Any,
+    ns: argparse.Namespace,
+) -> tuple[Any, bool]:
     """Run the fix loop on one file: write it (--fix) or print its diff (--diff)."""
     from moe_lint.fix import fix_loop, unified_diff, write_atomic
     from moe_lint.lint import lint_text
@@ -276,18 +305,31 @@ def _cmd_rules(argv: list[str]) -> int:
     width = max(len(r.name) for r in catalogue.rules)
     for r in catalogue.rules:
         fix = {"safe": "fix", "unsafe": "fix*", "display-only": "hint"}.get(
-            r.fix.applicability if r.fix else "", "")
+            r.fix.applicability if r.fix else "", ""
+        )
         print(f"{r.code:<6}  {r.name:<{width}}  {r.severity:<7}  {fix:<4}  {r.summary}")
     return EXIT_OK
 
 
 def explain_text(rule: Any) -> str:
     docs = rule.docs
-    lines = [f"# {rule.name} ({rule.code})", "",
-             f"Severity: {rule.severity}. Fix: "
-             f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}.", "",
-             "## What it does", docs["what"].strip(), "", "## Why is this bad?",
-             docs["why"].strip(), "", "## Example", "```yaml", docs["example"].rstrip(), "```"]
+    lines = [
+        f"# {rule.name} ({rule.code})",
+        "",
+        f"Severity: {rule.severity}. Fix: "
+        f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}.",
+        "",
+        "## What it does",
+        docs["what"].strip(),
+        "",
+        "## Why is this bad?",
+        docs["why"].strip(),
+        "",
+        "## Example",
+        "```yaml",
+        docs["example"].rstrip(),
+        "```",
+    ]
     if docs.get("example_args"):
         lines.append(f"(linted with `{docs['example_args']}`)")
     lines += ["", "## Use instead", "```yaml", docs["use_instead"].rstrip(), "```"]

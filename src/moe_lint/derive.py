@@ -59,6 +59,10 @@ def is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+def _whole(x: float) -> int | float:
+    return int(x) if x == int(x) else x
+
+
 def _fmt(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) and abs(n) >= 10_000 else str(n)
 
@@ -166,20 +170,29 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
 
     if "seq" in f.values and "cp" in f.values:
         seq, cp = f.values["seq"].value, f.values["cp"].value
-        f.put("tokens_per_cp_rank", seq / cp,
-              f"tokens per CP rank = seq / CP = {_fmt(seq)} / {cp} = {_fmt(seq // cp) if seq % cp == 0 else seq / cp}")
+        f.put(
+            "tokens_per_cp_rank",
+            seq / cp,
+            f"tokens per CP rank = seq / CP = {_fmt(seq)} / {cp} = {_fmt(_whole(seq / cp))}",
+        )
         target = pow2_round(seq / 4096)
-        f.put("cp_target", target,
-              f"CP target = pow2(seq / 4096) = pow2({_fmt(seq)} / 4096) = {target}")
+        f.put(
+            "cp_target",
+            target,
+            f"CP target = pow2(seq / 4096) = pow2({_fmt(seq)} / 4096) = {target}",
+        )
         if "tp" in f.values:
             tp = f.values["tp"].value
             mbs = f.values["mbs"].value if "mbs" in f.values else 1
             shards = tp * cp if sp else cp
             per = seq * mbs / shards
             label = "TP·CP" if sp else "CP (no SP)"
-            f.put("tokens_per_tp_cp_rank", per,
-                  f"tokens per {label} rank = seq·MBS / {shards} = {_fmt(seq)}·{mbs} / {shards} = "
-                  f"{_fmt(int(per)) if per == int(per) else per}")
+            f.put(
+                "tokens_per_tp_cp_rank",
+                per,
+                f"tokens per {label} rank = seq·MBS / {shards} = {_fmt(seq)}·{mbs} / {shards} = "
+                f"{_fmt(int(per)) if per == int(per) else per}",
+            )
     else:
         for name in ("tokens_per_cp_rank", "cp_target", "tokens_per_tp_cp_rank"):
             f.miss(name, "needs the sequence length and CP")
@@ -194,8 +207,11 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
     if experts and "ep" in sizes:
         if experts % sizes["ep"] == 0:
             per = experts // sizes["ep"]
-            f.put("experts_per_rank", per,
-                  f"experts per EP rank = {experts} / EP{sizes['ep']} = {per}")
+            f.put(
+                "experts_per_rank",
+                per,
+                f"experts per EP rank = {experts} / EP{sizes['ep']} = {per}",
+            )
         else:
             f.miss("experts_per_rank", "experts not divisible by EP")
     else:

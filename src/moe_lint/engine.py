@@ -58,7 +58,9 @@ class Evaluator:
         self.locals: dict[str, Any] = {}
         functions = dict(FUNCTIONS)
         functions["explicit"] = cfg.explicit
-        functions["known"] = lambda dotted: dotted not in cfg.unknown and cfg.get(dotted) is not None
+        functions["known"] = lambda dotted: (
+            dotted not in cfg.unknown and cfg.get(dotted) is not None
+        )
         functions["value"] = self._value
         self.engine = EvalWithCompoundTypes(functions=functions, names=self._name)
 
@@ -184,8 +186,15 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 for name, compiled in rule.lets:
                     ev.locals[name] = ev.eval(compiled)
                 out.append(
-                    _finding(rule, ctx, ev, violation.path, violation.edits,
-                             _derivation(rule, ctx, violation.derivation), violation.at)
+                    _finding(
+                        rule,
+                        ctx,
+                        ev,
+                        violation.path,
+                        violation.edits,
+                        _derivation(rule, ctx, violation.derivation),
+                        violation.at,
+                    )
                 )
             return out
         for name, compiled in rule.lets:

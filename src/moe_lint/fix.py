@@ -7,6 +7,7 @@ Writes are atomic: a temporary file in the same folder, then ``os.replace``, kee
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import tempfile
@@ -30,7 +31,10 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     """Splice non-overlapping edits into ``text``; later overlapping ones wait for a next pass."""
     chosen: list[Edit] = []
     for edit in sorted(edits, key=lambda e: (e.start, e.end)):
-        if chosen and (edit.start < chosen[-1].end or (edit.start == chosen[-1].start == chosen[-1].end == edit.end)):
+        if chosen and (
+            edit.start < chosen[-1].end
+            or (edit.start == chosen[-1].start == chosen[-1].end == edit.end)
+        ):
             continue
         chosen.append(edit)
     out = text
@@ -83,8 +87,6 @@ def write_atomic(path: str, text: str, had_bom: bool) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

@@ -105,7 +105,10 @@ def lint_document(
     findings = run_rules(main_rules, ctx, catalogue)
     suppressions = parse_suppressions(doc.text)
     findings, suppressions = apply_suppressions(
-        findings, doc, suppressions, set(catalogue.by_code),
+        findings,
+        doc,
+        suppressions,
+        set(catalogue.by_code),
         {name: rule.code for name, rule in catalogue.by_name.items()},
     )
     ctx.settings = replace(file_settings)
@@ -144,7 +147,9 @@ def lint_text(
     """Lint YAML text (tests, editors, the fix loop)."""
     try:
         doc = parse_text(text, path)
-        return lint_document(doc, catalogue, settings or Settings(), overrides or [], cli_cluster or {})
+        return lint_document(
+            doc, catalogue, settings or Settings(), overrides or [], cli_cluster or {}
+        )
     except InputError as exc:
         return FileResult(path, error=str(exc))
 

@@ -170,8 +170,8 @@ class _Builder:
                     )
                 items = []
                 for i, item in enumerate(node.value):
-                    self._record(path + (i,), None, item)
-                    items.append(self.build(item, path + (i,), depth + 1, active))
+                    self._record((*path, i), None, item)
+                    items.append(self.build(item, (*path, i), depth + 1, active))
                 return items
             if isinstance(node, yaml.MappingNode):
                 if node.tag not in _MAP_TAGS:
@@ -209,7 +209,7 @@ class _Builder:
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
             skey = key if isinstance(key, str) else str(key)
-            child = path + (skey,)
+            child = (*path, skey)
             if skey in out:
                 self.duplicates.append((child, _span(key_node, value_node)))
             self._record(child, key_node, value_node)

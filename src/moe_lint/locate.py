@@ -81,7 +81,9 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     if span is not None:
         if not span.scalar:
             if isinstance(value, list) and span.flow:
-                return _edit(text, span.value_start.index, span.value_end.index, render_scalar(value))
+                return _edit(
+                    text, span.value_start.index, span.value_end.index, render_scalar(value)
+                )
             return None
         return _edit(
             text, span.value_start.index, span.value_end.index, render_scalar(value, span.style)
@@ -98,29 +100,34 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
             content = f"{sep}{parent_path[0]}:\n  {key}: {render_scalar(value)}\n"
             return _edit(text, len(text), len(text), content)
         return None
-    if parent.scalar or parent.flow or parent.key_start is None:
-        if parent.scalar and parent.value_start.index == parent.value_end.index:
-            pass  # "section:" with an empty value; handled below as an empty block
-        else:
-            return None
+    # Only block mappings (or an empty "section:") can take a new line; flow style and a
+    # section set to a scalar cannot be edited faithfully.
+    empty_block = parent.scalar and parent.value_start.index == parent.value_end.index
+    if parent.key_start is None or parent.flow or (parent.scalar and not empty_block):
+        return None
+    parent_key = parent.key_start
     siblings = [
-        s for p, s in doc.spans.items() if len(p) == len(path) and p[:-1] == parent_path and s.key_start
+        (s, s.key_start)
+        for p, s in doc.spans.items()
+        if len(p) == len(path) and p[:-1] == parent_path and s.key_start is not None
     ]
     if siblings:
-        indent = siblings[0].key_start.column - 1 if siblings[0].key_start else 2
-        last = max(siblings, key=lambda s: s.value_end.index)
+        indent = siblings[0][1].column - 1
+        last = max((s for s, _ in siblings), key=lambda s: s.value_end.index)
         insert_at = last.value_end.index
         if not last.scalar:
-            insert_at = _line_start(text, insert_at) if text[insert_at - 1 : insert_at] == "\n" else insert_at
+            insert_at = (
+                _line_start(text, insert_at)
+                if text[insert_at - 1 : insert_at] == "\n"
+                else insert_at
+            )
         else:
             newline = text.find("\n", insert_at)
             insert_at = len(text) if newline < 0 else newline + 1
     else:
-        indent = (parent.key_start.column - 1) + 2
-        newline = text.find("\n", parent.key_start.index)
+        indent = (parent_key.column - 1) + 2
+        newline = text.find("\n", parent_key.index)
         insert_at = len(text) if newline < 0 else newline + 1
-        if parent.scalar and parent.value_start.index != parent.value_end.index:
-            return None
     prefix = "" if insert_at == 0 or text[insert_at - 1] == "\n" else "\n"
     content = f"{prefix}{' ' * indent}{key}: {render_scalar(value)}\n"
     return _edit(text, insert_at, insert_at, content)

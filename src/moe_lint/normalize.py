@@ -32,24 +32,37 @@ CONTAINER_SECTIONS = frozenset(
 
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
+
 #: Bridge mixed-precision recipe names -> the precision fields they set (domain 01 §b.8,
 #: ``src/megatron/bridge/training/mixed_precision.py``). Hyphens are accepted as underscores.
+def _precision(
+    base: str, fp8: str | None = None, recipe: str | None = None, fp4: str | None = None
+) -> dict[str, Any]:
+    return {
+        "bf16": base == "bf16",
+        "fp16": base == "fp16",
+        "fp8": fp8,
+        "fp8_recipe": recipe,
+        "fp4": fp4,
+    }
+
+
 MIXED_PRECISION_RECIPES: dict[str, dict[str, Any]] = {
-    "bf16_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": None},
-    "fp16_mixed": {"bf16": False, "fp16": True, "fp8": None, "fp8_recipe": None, "fp4": None},
-    "bf16_with_fp8_delayed_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "delayed", "fp4": None},
-    "fp16_with_fp8_delayed_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "hybrid", "fp8_recipe": "delayed", "fp4": None},
-    "bf16_with_mxfp8_mixed": {"bf16": True, "fp16": False, "fp8": "e4m3", "fp8_recipe": "mxfp8", "fp4": None},
-    "fp16_with_mxfp8_mixed": {"bf16": False, "fp16": True, "fp8": "e4m3", "fp8_recipe": "mxfp8", "fp4": None},
-    "bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
-    "nemotron_h_bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
-    "nanov2_bf16_with_fp8_current_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
-    "fp16_with_fp8_current_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "hybrid", "fp8_recipe": "tensorwise", "fp4": None},
-    "bf16_with_fp8_subchannel_scaling_mixed": {"bf16": True, "fp16": False, "fp8": "e4m3", "fp8_recipe": "blockwise", "fp4": None},
-    "fp16_with_fp8_subchannel_scaling_mixed": {"bf16": False, "fp16": True, "fp8": "e4m3", "fp8_recipe": "blockwise", "fp4": None},
-    "bf16_with_nvfp4_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": "e2m1"},
-    "nemotron_3_super_bf16_with_nvfp4_mixed": {"bf16": True, "fp16": False, "fp8": None, "fp8_recipe": None, "fp4": "e2m1"},
-}  # fmt: skip
+    "bf16_mixed": _precision("bf16"),
+    "fp16_mixed": _precision("fp16"),
+    "bf16_with_fp8_delayed_scaling_mixed": _precision("bf16", "hybrid", "delayed"),
+    "fp16_with_fp8_delayed_scaling_mixed": _precision("fp16", "hybrid", "delayed"),
+    "bf16_with_mxfp8_mixed": _precision("bf16", "e4m3", "mxfp8"),
+    "fp16_with_mxfp8_mixed": _precision("fp16", "e4m3", "mxfp8"),
+    "bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
+    "nemotron_h_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
+    "nanov2_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
+    "fp16_with_fp8_current_scaling_mixed": _precision("fp16", "hybrid", "tensorwise"),
+    "bf16_with_fp8_subchannel_scaling_mixed": _precision("bf16", "e4m3", "blockwise"),
+    "fp16_with_fp8_subchannel_scaling_mixed": _precision("fp16", "e4m3", "blockwise"),
+    "bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
+    "nemotron_3_super_bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
+}
 
 _PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
 
@@ -233,7 +246,9 @@ def normalize(
         if not isinstance(section, dict):
             if name in raw:
                 cfg.type_problems.append(
-                    TypeProblem(name, f"section must be a mapping, got {type(section).__name__}", section)
+                    TypeProblem(
+                        name, f"section must be a mapping, got {type(section).__name__}", section
+                    )
                 )
             section = {}
         section = _strip_interpolations(section, name, cfg)
@@ -274,21 +289,36 @@ def _apply_framework_rules(cfg: Config) -> None:
     ep = v.get("model.expert_model_parallel_size", 1)
 
     # Bridge TransformerConfig.finalize: ETP = 1 when EP > 1 and ETP unset; MCore: ETP = TP.
-    if v.get("model.expert_tensor_parallel_size") is None and "model.expert_tensor_parallel_size" not in cfg.unknown:
+    if (
+        v.get("model.expert_tensor_parallel_size") is None
+        and "model.expert_tensor_parallel_size" not in cfg.unknown
+    ):
         if ep > 1:
-            _set(cfg, "model.expert_tensor_parallel_size", 1,
-                 f"ETP unset with EP={ep} -> 1 (Bridge TransformerConfig.finalize)")
+            _set(
+                cfg,
+                "model.expert_tensor_parallel_size",
+                1,
+                f"ETP unset with EP={ep} -> 1 (Bridge TransformerConfig.finalize)",
+            )
         else:
-            _set(cfg, "model.expert_tensor_parallel_size", tp,
-                 f"ETP unset -> TP={tp} (Megatron-Core ModelParallelConfig.__post_init__)")
+            _set(
+                cfg,
+                "model.expert_tensor_parallel_size",
+                tp,
+                f"ETP unset -> TP={tp} (Megatron-Core ModelParallelConfig.__post_init__)",
+            )
 
     # Bridge finalize silently turns sequence parallelism off at TP <= 1 (and an unset flag
     # cannot matter there either).
     if "model.sequence_parallel" in cfg.unknown and tp <= 1:
         _set(cfg, "model.sequence_parallel", False, "sequence_parallel unset with TP=1 -> false")
     elif v.get("model.sequence_parallel") and tp <= 1:
-        _set(cfg, "model.sequence_parallel", False,
-             "sequence_parallel=true with TP=1 -> false (Bridge TransformerConfig.finalize)")
+        _set(
+            cfg,
+            "model.sequence_parallel",
+            False,
+            "sequence_parallel=true with TP=1 -> false (Bridge TransformerConfig.finalize)",
+        )
 
     # Deprecated CUDA-graph flags (Megatron-Core migrates them with a warning).
     impl = v.get("model.cuda_graph_impl", "none")
@@ -297,16 +327,24 @@ def _apply_framework_rules(cfg: Config) -> None:
         _set(cfg, "model.cuda_graph_impl", impl, "enable_cuda_graph=true -> cuda_graph_impl=local")
     if v.get("model.external_cuda_graph") and impl == "none":
         impl = "transformer_engine"
-        _set(cfg, "model.cuda_graph_impl", impl,
-             "external_cuda_graph=true -> cuda_graph_impl=transformer_engine")
+        _set(
+            cfg,
+            "model.cuda_graph_impl",
+            impl,
+            "external_cuda_graph=true -> cuda_graph_impl=transformer_engine",
+        )
     modules = v.get("model.cuda_graph_modules")
     scope = v.get("model.cuda_graph_scope")
     if modules is None and scope is not None:
         modules = scope
         note = "cuda_graph_scope (deprecated) -> cuda_graph_modules"
         if scope == "full_iteration" or (isinstance(scope, list) and "full_iteration" in scope):
-            _set(cfg, "model.cuda_graph_impl", "full_iteration",
-                 "cuda_graph_scope=full_iteration -> cuda_graph_impl=full_iteration")
+            _set(
+                cfg,
+                "model.cuda_graph_impl",
+                "full_iteration",
+                "cuda_graph_scope=full_iteration -> cuda_graph_impl=full_iteration",
+            )
             modules = []
         _set(cfg, "model.cuda_graph_modules", modules, note)
     modules = v.get("model.cuda_graph_modules")
@@ -318,11 +356,23 @@ def _apply_framework_rules(cfg: Config) -> None:
     # Deprecated moe_layer_recompute -> selective + moe.
     if v.get("model.moe_layer_recompute") and v.get("model.recompute_granularity") is None:
         _set(cfg, "model.recompute_granularity", "selective", "moe_layer_recompute -> selective")
-        _set(cfg, "model.recompute_modules", ["moe"], "moe_layer_recompute -> recompute_modules=[moe]")
+        _set(
+            cfg,
+            "model.recompute_modules",
+            ["moe"],
+            "moe_layer_recompute -> recompute_modules=[moe]",
+        )
     # Megatron-Core post-init: recompute_modules None -> ["core_attn"].
-    if v.get("model.recompute_granularity") == "selective" and v.get("model.recompute_modules") is None:
-        _set(cfg, "model.recompute_modules", ["core_attn"],
-             "selective recompute with no modules -> [core_attn] (TransformerConfig.__post_init__)")
+    if (
+        v.get("model.recompute_granularity") == "selective"
+        and v.get("model.recompute_modules") is None
+    ):
+        _set(
+            cfg,
+            "model.recompute_modules",
+            ["core_attn"],
+            "selective recompute with no modules -> [core_attn] (TransformerConfig.__post_init__)",
+        )
 
     # A mixed_precision recipe name (or block) overwrites the model's precision fields.
     mp = cfg.raw.get("mixed_precision")
@@ -330,20 +380,29 @@ def _apply_framework_rules(cfg: Config) -> None:
     if isinstance(mp, str):
         recipe = MIXED_PRECISION_RECIPES.get(mp.replace("-", "_"))
         if recipe is None:
-            cfg.type_problems.append(TypeProblem(
-                "mixed_precision", f"unknown mixed_precision recipe {mp!r}", mp))
+            cfg.type_problems.append(
+                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {mp!r}", mp)
+            )
         else:
             resolved = recipe
     elif isinstance(mp, dict):
-        resolved = {k: v.get(f"mixed_precision.{k}") for k in _PRECISION_FIELDS
-                    if cfg.origin.get(f"mixed_precision.{k}") in ("file", "override")}
+        resolved = {
+            k: v.get(f"mixed_precision.{k}")
+            for k in _PRECISION_FIELDS
+            if cfg.origin.get(f"mixed_precision.{k}") in ("file", "override")
+        }
     if resolved:
         for key, value in resolved.items():
             dotted = f"model.{key}"
             old = v.get(dotted)
             if cfg.origin.get(dotted) in ("file", "override") and old != value:
                 cfg.precision_overwritten[dotted] = (old, value)
-            _set(cfg, dotted, value, f"set by mixed_precision ({mp if isinstance(mp, str) else 'block'})")
+            _set(
+                cfg,
+                dotted,
+                value,
+                f"set by mixed_precision ({mp if isinstance(mp, str) else 'block'})",
+            )
 
     # Bridge mirrors the distributed-optimizer flag between ddp and optimizer.
     if v.get("ddp.use_distributed_optimizer") or v.get("optimizer.use_distributed_optimizer"):
@@ -358,5 +417,9 @@ def _apply_framework_rules(cfg: Config) -> None:
             value = v.get(f"comm_overlap.{key}")
             effective = bool(value) if value is not None else False
             if v.get(f"model.{key}") != effective:
-                _set(cfg, f"model.{key}", effective,
-                     f"comm_overlap.{key}={value} overwrites model.{key} (Bridge CommOverlapConfig)")
+                _set(
+                    cfg,
+                    f"model.{key}",
+                    effective,
+                    f"comm_overlap.{key}={value} overwrites model.{key} (Bridge CommOverlapConfig)",
+                )

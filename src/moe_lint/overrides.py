@@ -16,7 +16,10 @@ import yaml
 from moe_lint.errors import InputError
 from moe_lint.load import ConfigPath, parse_path
 
-_OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*)(?:=(?P<value>.*))?$", re.S)
+_OVERRIDE = re.compile(
+    r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)*)(?:=(?P<value>.*))?$",
+    re.S,
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 #: Marker placed in ``json_schema_extra`` for recipe-provided fields.
-RECIPE_MARK = {"recipe": True}
+RECIPE_MARK: dict[str, Any] = {"recipe": True}
 
 
 def recipe() -> Any:

@@ -157,7 +157,9 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     unknown = set(table) - _PYPROJECT_KEYS
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
-    settings = apply_cluster(settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where)
+    settings = apply_cluster(
+        settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where
+    )
     settings.base_dir = path.parent
 
     def str_list(key: str) -> list[str]:
@@ -225,7 +227,9 @@ def _load_data_yaml(name: str) -> dict[str, Any]:
 
     path = Path(__file__).with_name("data") / name
     with path.open(encoding="utf-8") as handle:
-        data: dict[str, Any] = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data: dict[str, Any] = yaml.load(
+            handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     return data
 
 
@@ -235,7 +239,10 @@ def normalize_model(name: str, where: str) -> str:
     if key in models:
         return key
     for model_key, entry in models.items():
-        names = {str(entry.get("hf_id", "")).lower(), *(str(a).lower() for a in entry.get("aliases") or [])}
+        names = {
+            str(entry.get("hf_id", "")).lower(),
+            *(str(a).lower() for a in entry.get("aliases") or []),
+        }
         if key in names or key == str(entry.get("hf_id", "")).split("/")[-1].lower():
             return str(model_key)
     raise UsageError(f"{where}: unknown model preset {name!r} (see `moe-lint models`)")

@@ -16,7 +16,8 @@ from moe_lint.findings import Finding
 from moe_lint.load import Document
 
 _SUPPRESS = re.compile(
-    r"#\s*moe-lint:\s*(?P<kind>disable-file|disable)\s*=\s*(?P<codes>[A-Za-z0-9_\-, ]+?)\s*(?:--\s*(?P<reason>.*))?$"
+    r"#\s*moe-lint:\s*(?P<kind>disable-file|disable)\s*=\s*"
+    r"(?P<codes>[A-Za-z0-9_\-, ]+?)\s*(?:--\s*(?P<reason>.*))?$"
 )
 
 
@@ -49,8 +50,9 @@ def parse_suppressions(text: str) -> list[Suppression]:
         else:
             target = number
         out.append(
-            Suppression(number, match.start() + 1, len(line) + 1, target, codes,
-                        match.group("reason"))
+            Suppression(
+                number, match.start() + 1, len(line) + 1, target, codes, match.group("reason")
+            )
         )
     return out
 
@@ -68,7 +70,10 @@ def _block_end(doc: Document, line: int) -> int:
 
 
 def apply_suppressions(
-    findings: list[Finding], doc: Document, suppressions: list[Suppression], known: set[str],
+    findings: list[Finding],
+    doc: Document,
+    suppressions: list[Suppression],
+    known: set[str],
     names: dict[str, str],
 ) -> tuple[list[Finding], list[Suppression]]:
     """Drop suppressed findings; mark which suppression codes were used."""
