@@ -88,3 +88,38 @@ def test_every_rule_names_its_source_and_docs() -> None:
     for rule in load_catalogue(plugins=False).rules:
         assert rule.source and rule.docs["example"] and rule.docs["use_instead"]
         assert rule.code[:2].isalpha() and rule.name == rule.name.lower()
+
+
+def test_entry_point_plugin_adds_pack_and_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A third-party package registers a pack and a Python check via `moe_lint.rules`."""
+    import importlib
+    import sys
+
+    site = tmp_path / "site"
+    dist = site / "moe_lint_fakeplugin-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: moe-lint-fakeplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[moe_lint.rules]\nfake = moe_lint_fakeplugin:provide\n")
+    plugin_pack = site / "fake_pack.yaml"
+    plugin_pack.write_text(
+        RULE.format(code="FAK001", name="fake-big-tp", when="tp >= {limit}", message="TP {tp}")
+        .replace("when: \"tp >= {limit}\"", "check: fake-tp")
+    )
+    (site / "moe_lint_fakeplugin.py").write_text(
+        "from pathlib import Path\n"
+        "from moe_lint.catalogue import PythonCheck\n"
+        "from moe_lint.engine import Violation\n"
+        "def _check(ctx):\n"
+        "    if ctx.facts.values['tp'].value >= 8:\n"
+        "        yield Violation('model.tensor_model_parallel_size', {'tp': 8})\n"
+        "def provide():\n"
+        f"    return {{'packs': [Path({str(plugin_pack)!r})],\n"
+        "            'checks': {'fake-tp': PythonCheck(_check, frozenset({'tp'}))}}\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    catalogue = load_catalogue()
+    assert "FAK001" in catalogue.by_code
+    result = run_lint(catalogue, "model:\n  tensor_model_parallel_size: 8\n", ["FAK001"])
+    assert [(f.code, f.line, f.message) for f in result.findings] == [("FAK001", 2, "TP 8")]
+    sys.modules.pop("moe_lint_fakeplugin", None)
