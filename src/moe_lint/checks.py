@@ -101,12 +101,12 @@ def unresolved_interpolations(ctx: Context) -> Iterator[Violation]:
         yield _violation(dotted, key=dotted, value=ctx.config.get(dotted))
 
 
-#: Recompute labels the pinned Megatron-Core accepts (domain 01 §b.4, 02 RC-05).
+#: Recompute labels the pinned Megatron-Core accepts (docs/domain/01 §b.4, 02 RC-05).
 RECOMPUTE_LABELS = (
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
     "gdn_norm_out",
 )  # fmt: skip
-#: Shorthands used by the long-context guidance itself (domain 01 §a.5.1) -> real labels.
+#: Shorthands used by the long-context guidance itself (docs/domain/01 §a.5.1) -> real labels.
 RECOMPUTE_ALIASES = {"up_proj": "mla_up_proj", "norm": "layernorm"}
 
 

@@ -1,7 +1,7 @@
 """Stage 3: quantities Megatron computes at startup, each with the arithmetic behind it.
 
 Dense layers run on TP·CP·DP·PP ranks; experts fold onto the same ranks as ETP·EP·EDP·PP
-("MoE parallel folding", domain 02 §1), so the world must divide by both TP·CP·PP and ETP·EP·PP
+("MoE parallel folding", docs/domain/02 §1), so the world must divide by both TP·CP·PP and ETP·EP·PP
 and the smallest feasible world is PP·lcm(TP·CP, ETP·EP). A quantity that cannot be computed
 (an unset field, a world that does not divide) is recorded with its reason instead of a value;
 rules that read it are skipped, so one root cause gives one finding.

@@ -1,6 +1,6 @@
 """Stage 2: the loaded YAML -> the config Megatron Bridge would actually run.
 
-Reproduces what Bridge and Megatron-Core do to a config before they check it (domain 01 §b,
+Reproduces what Bridge and Megatron-Core do to a config before they check it (docs/domain/01 §b,
 02 §1): the ``ConfigContainer:`` wrapper and full-dump forms, CLI overrides, model presets,
 Bridge's ETP default, sequence parallelism forced off at TP=1, the ``core_attn`` default for
 selective recompute, migration of deprecated CUDA-graph flags, and a ``mixed_precision`` recipe
@@ -33,7 +33,7 @@ CONTAINER_SECTIONS = frozenset(
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 
-#: Bridge mixed-precision recipe names -> the precision fields they set (domain 01 §b.8,
+#: Bridge mixed-precision recipe names -> the precision fields they set (docs/domain/01 §b.8,
 #: ``src/megatron/bridge/training/mixed_precision.py``). Hyphens are accepted as underscores.
 def _precision(
     base: str, fp8: str | None = None, recipe: str | None = None, fp4: str | None = None
