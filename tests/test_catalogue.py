@@ -90,7 +90,9 @@ def test_every_rule_names_its_source_and_docs() -> None:
         assert rule.code[:2].isalpha() and rule.name == rule.name.lower()
 
 
-def test_entry_point_plugin_adds_pack_and_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_point_plugin_adds_pack_and_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A third-party package registers a pack and a Python check via `moe_lint.rules`."""
     import importlib
     import sys
@@ -98,12 +100,15 @@ def test_entry_point_plugin_adds_pack_and_check(tmp_path: Path, monkeypatch: pyt
     site = tmp_path / "site"
     dist = site / "moe_lint_fakeplugin-0.1.dist-info"
     dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: moe-lint-fakeplugin\nVersion: 0.1\n")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: moe-lint-fakeplugin\nVersion: 0.1\n"
+    )
     (dist / "entry_points.txt").write_text("[moe_lint.rules]\nfake = moe_lint_fakeplugin:provide\n")
     plugin_pack = site / "fake_pack.yaml"
     plugin_pack.write_text(
-        RULE.format(code="FAK001", name="fake-big-tp", when="tp >= {limit}", message="TP {tp}")
-        .replace("when: \"tp >= {limit}\"", "check: fake-tp")
+        RULE.format(
+            code="FAK001", name="fake-big-tp", when="tp >= {limit}", message="TP {tp}"
+        ).replace('when: "tp >= {limit}"', "check: fake-tp")
     )
     (site / "moe_lint_fakeplugin.py").write_text(
         "from pathlib import Path\n"

@@ -33,6 +33,11 @@ def _suggest(word: str, candidates: list[str]) -> str | None:
     return match[0] if match else None
 
 
+#: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
+#: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
+_HOME_SECTIONS = {"model": 0, "train": 1, "optimizer": 2, "ddp": 3, "dist": 4, "dataset": 5}
+
+
 def unknown_keys(ctx: Context) -> Iterator[Violation]:
     """Keys Bridge does not know: it skips them with only a log line, so typos are silent."""
     catalogue = bridge_fields()
@@ -55,7 +60,10 @@ def unknown_keys(ctx: Context) -> Iterator[Violation]:
                 continue
             if key not in known:
                 guess = _suggest(key, sorted(known))
-                elsewhere = [s for s, fields in sections.items() if key in fields and s != section]
+                elsewhere = sorted(
+                    (s for s, fields in sections.items() if key in fields and s != section),
+                    key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s),
+                )
                 if guess:
                     hint = f"did you mean '{section}.{guess}'?"
                 elif elsewhere:
@@ -120,6 +128,10 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
         "file",
         "override",
     ):
+        return
+    # Megatron-Core validates the labels only for selective recompute; with full recompute
+    # the list is ignored (an unset granularity may still be selective in the recipe).
+    if cfg.values.get("model.recompute_granularity") == "full":
         return
     for i, label in enumerate(modules):
         if label in RECOMPUTE_LABELS:

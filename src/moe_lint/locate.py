@@ -115,13 +115,9 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
         indent = siblings[0][1].column - 1
         last = max((s for s, _ in siblings), key=lambda s: s.value_end.index)
         insert_at = last.value_end.index
-        if not last.scalar:
-            insert_at = (
-                _line_start(text, insert_at)
-                if text[insert_at - 1 : insert_at] == "\n"
-                else insert_at
-            )
-        else:
+        # A block value ends at the start of the next line; a scalar or flow value ends
+        # mid-line, possibly before a comment: insert after the end of that line.
+        if text[insert_at - 1 : insert_at] != "\n":
             newline = text.find("\n", insert_at)
             insert_at = len(text) if newline < 0 else newline + 1
     else:

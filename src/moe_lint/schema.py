@@ -72,8 +72,8 @@ class ModelSection(_Section):
         default=None, json_schema_extra=RECIPE_MARK
     )
     moe_grouped_gemm: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
-    moe_token_dispatcher_type: Literal["allgather", "alltoall", "flex", "alltoall_seq"] = (
-        "allgather"
+    moe_token_dispatcher_type: Literal["allgather", "alltoall", "flex", "alltoall_seq"] | None = (
+        Field(default=None, json_schema_extra=RECIPE_MARK)
     )
     moe_flex_dispatcher_backend: str | None = "deepep"
     moe_enable_deepep: bool = False
