@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -49,3 +50,7 @@ def run_lint(
 
 def codes(findings: list[Finding]) -> list[str]:
     return [f.code for f in findings]
+
+
+# Rule expressions that fail on data are skipped in normal runs; in tests they must surface.
+os.environ.setdefault("MOE_LINT_STRICT", "1")

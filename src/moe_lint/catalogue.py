@@ -35,8 +35,10 @@ _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
-    "derivation", "fix", "source", "docs",
+    "derivation", "fix", "source", "docs", "covers", "versions",
 }  # fmt: skip
+#: Catalogue IDs from docs/domain (PAR-01, ATT-14, BR-07, RT-01, SEED-R1, ...).
+_COVER_ID = re.compile(r"^[A-Z]+-[A-Z0-9.]+$")
 _DOC_KEYS = {"what", "why", "example", "use_instead", "references", "example_args"}
 _FIX_KEYS = {"title", "applicability", "set"}
 
@@ -77,6 +79,10 @@ class Rule:
     pack: str
     #: Fact names any of its expressions read (for the automatic derivation line).
     facts_used: frozenset[str] = field(default_factory=frozenset)
+    #: Catalogue IDs (docs/domain) this rule encodes; see docs/coverage.md.
+    covers: tuple[str, ...] = ()
+    #: Package -> version specifier; the rule only runs for matching framework versions.
+    versions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -241,6 +247,12 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
     for template in (message, derivation, fix.title if fix else None):
         if template is not None:
             used |= {f for f in template.fields if "." not in f}
+    covers = entry.get("covers") or []
+    if not isinstance(covers, list) or not all(
+        isinstance(c, str) and _COVER_ID.match(c) for c in covers
+    ):
+        raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
+    versions = _versions(entry.get("versions"), where)
     return Rule(
         code=code,
         name=name,
@@ -258,7 +270,29 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         docs=docs,
         pack=pack,
         facts_used=frozenset(used & FACT_NAMES),
+        covers=tuple(covers),
+        versions=versions,
     )
+
+
+def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    from moe_lint.versions import check_spec, package_key
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise RulePackError(f"{where}: 'versions' must map a package to a specifier")
+    out = []
+    for package, spec in raw.items():
+        key = package_key(str(package))
+        if key is None:
+            raise RulePackError(f"{where}: unknown package {package!r} in 'versions'")
+        try:
+            check_spec(str(spec))
+        except ValueError as exc:
+            raise RulePackError(f"{where}: {exc}") from None
+        out.append((key, str(spec)))
+    return tuple(out)
 
 
 def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:

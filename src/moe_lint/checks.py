@@ -219,3 +219,17 @@ REGISTRY: dict[str, PythonCheck] = {
         unknown_recompute_labels, frozenset({"label", "hint", "allowed"})
     ),
 }
+
+
+def _family_checks() -> None:
+    """Merge the per-family check modules into the registry."""
+    from moe_lint import checks_attention, checks_dispatch, checks_pipeline, checks_runtime
+
+    for module in (checks_pipeline, checks_attention, checks_dispatch, checks_runtime):
+        for name, check in module.CHECKS.items():
+            if name in REGISTRY:
+                raise RuntimeError(f"Python check {name!r} is registered twice")
+            REGISTRY[name] = check
+
+
+_family_checks()

@@ -49,6 +49,10 @@ def _check_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--gpus-per-node", type=str, help="GPUs per node")
     cluster.add_argument("--gpu", help="GPU type: h100, h200, b200, b300, gb200, gb300, a100")
     cluster.add_argument("--model", help="architecture preset, e.g. deepseek-v3, qwen3-235b-a22b")
+    versions = p.add_argument_group("framework versions (default: the newest behaviour)")
+    versions.add_argument("--megatron-core", metavar="VERSION", help="e.g. 0.14")
+    versions.add_argument("--transformer-engine", metavar="VERSION", help="e.g. 2.6")
+    versions.add_argument("--bridge", metavar="VERSION", help="Megatron Bridge, e.g. 0.6")
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, help="output format (default: text)")
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -161,6 +165,9 @@ def _cmd_check(argv: list[str]) -> int:
             ("gpus-per-node", ns.gpus_per_node),
             ("gpu", ns.gpu),
             ("model", ns.model),
+            ("megatron-core", ns.megatron_core),
+            ("transformer-engine", ns.transformer_engine),
+            ("bridge", ns.bridge),
         )
         if v is not None
     }

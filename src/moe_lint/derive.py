@@ -32,6 +32,8 @@ class Cluster:
     gpus_per_node: int | None = None
     gpu: str | None = None
     gpu_spec: dict[str, Any] | None = None
+    #: Framework versions (package key -> version tuple); absent = the newest behaviour.
+    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,10 +225,131 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         f.put("vpp_stages", stages, f"virtual stages = PP·VPP = {pp}·{vpp or 1} = {stages}")
 
     f.put("full_dump", cfg.form == "full-dump", f"file form: {cfg.form}")
-    if cluster.gpu_spec is not None:
-        f.put("gpu", cluster.gpu_spec, f"GPU = {cluster.gpu}")
-    else:
-        f.miss("gpu", "no --gpu given")
-    if cluster.gpus_per_node is not None:
-        f.put("gpus_per_node", cluster.gpus_per_node, f"GPUs per node = {cluster.gpus_per_node}")
+    _derive_cluster(f, cluster)
+    _derive_tokens(f, sizes)
+    _derive_pipeline(f, cfg)
+    for key, name in (("megatron-core", "mcore_version"), ("transformer-engine", "te_version"),
+                      ("bridge", "bridge_version")):
+        version = cluster.versions.get(key)
+        shown = ".".join(map(str, version)) if version else "newest (not given)"
+        f.put(name, version, f"{key} {shown}")
     return f
+
+
+def _derive_cluster(f: Facts, cluster: Cluster) -> None:
+    """GPU facts from the catalogue (data/gpus.yaml), flattened for rule expressions."""
+    spec = cluster.gpu_spec
+    per_node = cluster.gpus_per_node
+    if spec is None:
+        for name in ("gpu", "gpu_name", "gpu_hbm_gib", "nvlink_domain", "gpu_cc", "gpu_fp8",
+                     "gpu_fp8_blockwise", "gpu_mxfp8", "gpu_nvfp4"):
+            f.miss(name, "no --gpu given")
+    else:
+        name = str(cluster.gpu)
+        f.put("gpu", spec, f"GPU = {name}")
+        f.put("gpu_name", name, f"GPU = {name}")
+        memory = spec.get("memory") or {}
+        mib = memory.get("cuda_total_mib") or memory.get("nvidia_smi_total_mib")
+        if mib:
+            f.put("gpu_hbm_gib", mib / 1024, f"{name}: {mib} MiB = {mib / 1024:.1f} GiB")
+        nvlink = spec.get("nvlink") or {}
+        domain = nvlink.get("domain_size")
+        if domain:
+            f.put("nvlink_domain", int(domain), f"{name}: NVLink domain of {domain} GPUs")
+        cc = float(spec.get("compute_capability") or 0)
+        f.put("gpu_cc", cc, f"{name}: compute capability {spec.get('compute_capability')}")
+        support = spec.get("precision_support") or {}
+        fp8 = any(support.get(k) for k in ("fp8_tensorwise", "fp8_delayed", "fp8_blockwise"))
+        f.put("gpu_fp8", fp8, f"{name}: FP8 {'supported' if fp8 else 'not supported'}")
+        for key, fact in (("fp8_blockwise", "gpu_fp8_blockwise"), ("mxfp8", "gpu_mxfp8"),
+                          ("nvfp4", "gpu_nvfp4")):
+            ok = bool(support.get(key))
+            f.put(fact, ok, f"{name}: {key} {'supported' if ok else 'not supported'}")
+        if per_node is None:
+            per_node = int(nvlink.get("gpus_per_node") or 8)
+    if per_node is not None:
+        f.put("gpus_per_node", per_node, f"GPUs per node = {per_node}")
+    else:
+        f.miss("gpus_per_node", "no --gpu or --gpus-per-node given")
+
+
+def _derive_tokens(f: Facts, sizes: dict[str, int]) -> None:
+    """Tokens each rank holds in TP/SP regions and in the MoE dispatcher."""
+    if "etp" in sizes and "ep" in sizes:
+        group = sizes["etp"] * sizes["ep"]
+        f.put("dispatch_group", group,
+              f"dispatch group ETP·EP = {sizes['etp']}·{sizes['ep']} = {group}")
+    if all(k in f.values for k in ("seq", "mbs")) and "tp" in sizes and "cp" in sizes:
+        seq, mbs = f.values["seq"].value, f.values["mbs"].value
+        tp, cp = sizes["tp"], sizes["cp"]
+        n = seq * mbs / (tp * cp)
+        f.put("tokens_per_rank", n,
+              f"tokens per rank = seq·MBS / (TP·CP) = {_fmt(seq)}·{mbs} / ({tp}·{cp}) = "
+              f"{_fmt(_whole(n))}")
+    else:
+        f.miss("tokens_per_rank", "needs seq, MBS, TP and CP")
+
+
+def _derive_pipeline(f: Facts, cfg: Config) -> None:
+    """Layout string and per-rank transformer layers, or why the split fails."""
+    from moe_lint.pipeline import LayoutError, even_split, layout_problems, parse_layout
+
+    v = cfg.values
+    layout_text = v.get("model.pipeline_model_parallel_layout")
+    num_layers = v.get("model.num_layers") if "model.num_layers" not in cfg.unknown else None
+    mtp = v.get("model.mtp_num_layers") if "model.mtp_num_layers" not in cfg.unknown else None
+    pp = v.get("model.pipeline_model_parallel_size", 1)
+    vpp = v.get("model.virtual_pipeline_model_parallel_size")
+    if isinstance(layout_text, str):
+        try:
+            layout = parse_layout(layout_text)
+        except LayoutError as exc:
+            f.put("layout_error", str(exc), f"layout {layout_text!r}: {exc}")
+            f.miss("layout_stages", str(exc))
+        else:
+            f.put("layout_error", None, f"layout {layout_text!r} parses")
+            f.put("layout_stages", layout.num_stages,
+                  f"layout {layout_text!r}: {layout.num_stages} virtual stages")
+            f.put("layout_layers", layout.count("t"), f"layout has {layout.count('t')} 't' layers")
+            f.put("layout_mtp", layout.count("m"), f"layout has {layout.count('m')} 'm' layers")
+            f.put("layout_problems", layout_problems(layout, num_layers, mtp),
+                  "PipelineParallelLayerLayout.validate_layer_layout")
+            if pp and layout.num_stages % pp == 0:
+                per_rank = [0] * pp
+                for i, count in enumerate(layout.per_stage("t")):
+                    per_rank[i % pp] += count
+                f.put("stage_layers", per_rank, f"transformer layers per PP rank: {per_rank}")
+            return
+    else:
+        f.put("layout_error", None, "no pipeline_model_parallel_layout")
+        f.miss("layout_stages", "no pipeline_model_parallel_layout")
+    if num_layers is None:
+        f.miss("stage_layers", "model.num_layers is not set (the recipe decides)")
+        f.miss("stage_split_error", "model.num_layers is not set (the recipe decides)")
+        return
+    first = v.get("model.num_layers_in_first_pipeline_stage")
+    last = v.get("model.num_layers_in_last_pipeline_stage")
+    if first is not None or last is not None:
+        middle_stages = pp - (first is not None) - (last is not None)
+        rest = num_layers - (first or 0) - (last or 0)
+        if middle_stages <= 0 or rest < 0 or rest % middle_stages:
+            f.put("stage_split_error",
+                  f"{rest} layers left for {middle_stages} middle stages", "uneven split")
+            f.miss("stage_layers", "uneven split does not divide")
+            return
+        per = rest // middle_stages
+        counts = ([first] if first is not None else []) + [per] * middle_stages + (
+            [last] if last is not None else [])
+        f.put("stage_split_error", None, "uneven split divides")
+        f.put("stage_layers", counts, f"transformer layers per PP rank: {counts}")
+        return
+    counts, error = even_split(
+        int(num_layers), int(pp), vpp,
+        bool(v.get("model.account_for_embedding_in_pipeline_split")),
+        bool(v.get("model.account_for_loss_in_pipeline_split")),
+    )
+    f.put("stage_split_error", error, error or "even split divides")
+    if counts is not None:
+        f.put("stage_layers", counts, f"transformer layers per PP rank: {counts}")
+    else:
+        f.miss("stage_layers", error or "split fails")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,10 @@ _SHOWN_FACTS = (
     "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
     "tokens_per_tp_cp_rank", "cp_target", "experts_per_rank", "vpp_stages",
 )  # fmt: skip
+
+
+#: Errors a rule expression can hit on odd data (set MOE_LINT_STRICT=1 to surface them).
+_DATA_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError)
 
 
 @dataclass
@@ -62,7 +67,20 @@ class Evaluator:
             dotted not in cfg.unknown and cfg.get(dotted) is not None
         )
         functions["value"] = self._value
+        functions["version_below"] = self._version_below
+        functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
         self.engine = EvalWithCompoundTypes(functions=functions, names=self._name)
+
+    def _version_below(self, package: str, text: str) -> bool:
+        """True only when the user said they run a version older than ``text``."""
+        from moe_lint.versions import below, package_key, parse_version
+
+        key = package_key(package)
+        if key is None:
+            raise ValueError(f"unknown package {package!r}")
+        settings = self.ctx.settings
+        version = settings.versions.get(key) if settings is not None else None
+        return version is not None and below(version, parse_version(text))
 
     def _value(self, dotted: str, default: Any = None) -> Any:
         cfg = self.ctx.config
@@ -208,12 +226,27 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
         return [_finding(rule, ctx, ev, rule.path, edits, _derivation(rule, ctx, derivation))]
     except NotDerivable:
         return []
+    except _DATA_ERRORS:
+        # A value of an unexpected shape in an untyped field: the rule cannot judge this file.
+        if os.environ.get("MOE_LINT_STRICT"):
+            raise
+        return []
+
+
+def applies_to_versions(rule: Rule, ctx: Context) -> bool:
+    """A version-gated rule runs only for the framework versions it describes."""
+    from moe_lint.versions import satisfies
+
+    versions = ctx.settings.versions if ctx.settings is not None else {}
+    return all(satisfies(versions.get(package), spec) for package, spec in rule.versions)
 
 
 def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:
     ev = Evaluator(ctx)
     findings: list[Finding] = []
     for rule in rules:
+        if rule.versions and not applies_to_versions(rule, ctx):
+            continue
         findings.extend(run_rule(rule, ctx, ev, catalogue))
     return findings
 

@@ -59,7 +59,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "any": any,
     "all": all,
 }
-CONFIG_FUNCTIONS = ("explicit", "known", "value")
+CONFIG_FUNCTIONS = ("explicit", "known", "value", "version_below", "version_at_least")
 
 #: Names of derived facts (see derive.py) rules may reference.
 FACT_NAMES = frozenset(
@@ -68,6 +68,10 @@ FACT_NAMES = frozenset(
         "world", "world_assumed", "dp", "edp", "seq", "dataset_seq", "gbs", "mbs", "microbatches",
         "tokens_per_cp_rank", "cp_target", "tokens_per_tp_cp_rank", "is_moe",
         "experts_per_rank", "vpp_stages", "full_dump", "gpu", "gpus_per_node",
+        "gpu_name", "gpu_hbm_gib", "nvlink_domain", "gpu_cc", "gpu_fp8", "gpu_fp8_blockwise",
+        "gpu_mxfp8", "gpu_nvfp4", "dispatch_group", "tokens_per_rank", "layout_error",
+        "layout_stages", "layout_layers", "layout_mtp", "layout_problems", "stage_layers",
+        "stage_split_error", "mcore_version", "te_version", "bridge_version",
     }
 )  # fmt: skip
 
@@ -155,7 +159,43 @@ class SectionView:
         dotted = f"{self._name}.{attr}"
         if dotted in self._config.unknown:
             raise NotDerivable(dotted, f"{dotted} is not set (the recipe decides)")
-        return self._config.get(dotted)
+        value = self._config.get(dotted)
+        if dotted not in self._config.values and not _fits(value, _catalogue_type(self._name, attr)):
+            # An untyped field holding a value of the wrong kind: treat it as unknown rather
+            # than let a rule compute with it.
+            raise NotDerivable(dotted, f"{dotted} = {value!r} is not a {_catalogue_type(self._name, attr)}")
+        return value
+
+
+def _catalogue_type(section: str, field: str) -> str:
+    from moe_lint.catalogue import bridge_fields
+
+    fields = bridge_fields().get("sections", {}).get(section) or {}
+    return str(fields.get(field, "any"))
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None or kind == "any":
+        return True
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                return False
+            return True
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind == "dict":
+        return isinstance(value, dict)
+    return True
 
 
 _FORMATTER = string.Formatter()

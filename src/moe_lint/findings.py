@@ -51,6 +51,13 @@ class Finding:
     #: The rule's source check (Megatron/Bridge file::function), shown in text output.
     source: str | None = None
 
+    @property
+    def full_message(self) -> str:
+        """The message naming the Megatron/Bridge check it anticipates, for machine formats."""
+        if not self.source:
+            return self.message
+        return f"{self.message} [{self.source.split(';')[0].strip()}]"
+
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.column, self.code, self.path)
 
@@ -60,7 +67,7 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "severity": self.severity,
-            "message": self.message,
+            "message": self.full_message,
             "path": self.path,
             "file": self.file,
             "line": self.line,

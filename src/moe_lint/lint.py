@@ -97,6 +97,7 @@ def lint_document(
         gpus_per_node=file_settings.gpus_per_node,
         gpu=file_settings.gpu,
         gpu_spec=gpu_catalogue()[file_settings.gpu] if file_settings.gpu else None,
+        versions=dict(file_settings.versions),
     )
     facts = derive(cfg, cluster)
     selected = select_rules(catalogue, file_settings, doc.path)

@@ -33,7 +33,8 @@ Segment = tuple[str, str | None]  # (text, style kind)
 def concise(findings: Iterable[Finding]) -> str:
     """``file:line:col: CODE [severity] message`` per finding."""
     return "".join(
-        f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.message}\n" for f in findings
+        f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.full_message}\n"
+        for f in findings
     )
 
 

@@ -29,7 +29,8 @@ GPU_ALIASES = {
 }
 
 _DIRECTIVE = re.compile(r"#\s*moe-lint:\s*(?P<body>.*)$")
-_CLUSTER_KEYS = {"gpus", "nodes", "gpus-per-node", "gpu", "model"}
+_VERSION_KEYS = {"megatron-core", "transformer-engine", "bridge"}
+_CLUSTER_KEYS = {"gpus", "nodes", "gpus-per-node", "gpu", "model"} | _VERSION_KEYS
 
 
 @dataclass
@@ -41,6 +42,8 @@ class Settings:
     gpus_per_node: int | None = None
     gpu: str | None = None
     model: str | None = None
+    #: Framework versions the config targets (None: assume the newest behaviour).
+    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
     select: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
@@ -101,6 +104,13 @@ def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Set
             out.gpu = normalize_gpu(str(value), where)
         elif norm == "model":
             out.model = normalize_model(str(value), where)
+        elif norm in _VERSION_KEYS:
+            from moe_lint.versions import parse_version
+
+            try:
+                out.versions = {**out.versions, norm: parse_version(str(value))}
+            except ValueError:
+                raise UsageError(f"{where}: {key} must be a version like 0.15 or 2.6.0") from None
     return out
 
 
@@ -116,6 +126,9 @@ def parse_directives(text: str, where: str) -> dict[str, str]:
             key, sep, value = token.partition("=")
             if not sep or key.startswith("disable") or key.startswith("enable"):
                 continue
+            from moe_lint.versions import package_key
+
+            key = package_key(key) or key
             if key.replace("_", "-") not in _CLUSTER_KEYS:
                 raise UsageError(f"{where}: unknown moe-lint directive {key!r}")
             found[key] = value
@@ -132,7 +145,8 @@ def find_pyproject(start: Path) -> Path | None:
 
 _PYPROJECT_KEYS = {
     "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
-    "per-file-ignores", "per-file", "fail-on", "rules", "format",
+    "per-file-ignores", "per-file", "fail-on", "rules", "format", "megatron-core",
+    "transformer-engine", "bridge",
 }  # fmt: skip
 
 
