@@ -19,7 +19,7 @@ from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.findings import SEVERITY_RANK, Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FORMATS = ("text", "concise", "json")
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 SUBCOMMANDS = ("check", "rules", "explain")
 
 
@@ -57,6 +57,16 @@ def _check_parser() -> argparse.ArgumentParser:
     out.add_argument("--format", choices=FORMATS, help="output format (default: text)")
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    out.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="also write a Markdown table of all findings (default with "
+        "--format github: $GITHUB_STEP_SUMMARY when set)",
+    )
+    base = p.add_argument_group("baselines")
+    base.add_argument("--baseline", metavar="FILE", help="report only findings not in FILE")
+    base.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
     sel = p.add_argument_group("rule selection")
     sel.add_argument("--select", type=_csv, help="rules to enable (codes, names, prefixes, ALL)")
     sel.add_argument("--extend-select", type=_csv, default=[], help="rules to add")
@@ -181,6 +191,7 @@ def _cmd_check(argv: list[str]) -> int:
         if not catalogue.resolve(selector):
             raise UsageError(f"unknown rule selector {selector!r}")
 
+    ns.catalogue = catalogue
     results: list[FileResult] = []
     changed = 0
     for path in files:
@@ -240,13 +251,86 @@ def _fix_file(
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
-    from moe_lint import report
-
-    findings: list[Finding] = [f for r in results for f in r.findings]
+    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r for r in results if r.error is not None]
-    out = sys.stdout
     for r in errors:
         print(f"{r.path}: error: {r.error}", file=sys.stderr)
+    if ns.write_baseline and not errors:
+        from moe_lint.baseline import write_baseline
+        from moe_lint.formats import repo_root
+
+        count = write_baseline(ns.write_baseline, findings, repo_root())
+        print(f"moe-lint: wrote {count} baseline entries to {ns.write_baseline}", file=sys.stderr)
+        return EXIT_OK
+    stale: list[Any] = []
+    if ns.baseline:
+        from moe_lint.baseline import apply_baseline
+        from moe_lint.formats import relative_uri, repo_root
+
+        root = repo_root()
+        linted = {relative_uri(r.path, root) for r in results if r.error is None}
+        applied = apply_baseline(ns.baseline, findings, root, linted)
+        findings, stale = applied.new, applied.stale
+        kept = set(map(id, findings))
+        for r in results:
+            r.findings = [f for f in r.findings if id(f) in kept]
+        for code, file, cfg_path in stale:
+            print(
+                f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)",
+                file=sys.stderr,
+            )
+    out: Any = sys.stdout
+    handle = None
+    if ns.output:
+        handle = open(ns.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        out = handle
+    try:
+        _write_format(results, findings, fmt, ns, out, errors)
+    finally:
+        if handle is not None:
+            handle.close()
+    summary_path = ns.summary or (
+        os.environ.get("GITHUB_STEP_SUMMARY") if fmt == "github" else None
+    )
+    if summary_path:
+        from moe_lint.formats import markdown_summary
+
+        with open(summary_path, "a", encoding="utf-8") as summary:
+            summary.write(markdown_summary(findings))
+    if errors:
+        return EXIT_USAGE
+    threshold = SEVERITY_RANK[fail_on]
+    failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
+    if failing and not ns.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _write_format(
+    results: list[Any],
+    findings: list[Finding],
+    fmt: str,
+    ns: argparse.Namespace,
+    out: Any,
+    errors: list[Any],
+) -> None:
+    from moe_lint import formats, report
+
+    if fmt in ("sarif", "gitlab", "junit"):
+        root = formats.repo_root()
+        if fmt == "sarif":
+            out.write(formats.sarif(findings, ns.catalogue.rules, root))
+        elif fmt == "gitlab":
+            out.write(formats.gitlab(findings, root))
+        else:
+            out.write(formats.junit(findings, [r.path for r in results if r.error is None]))
+        return
+    if fmt == "github":
+        out.write(formats.github(findings))
+        return
+    if fmt == "json-lines":
+        out.write(formats.json_lines(findings))
+        return
     if fmt == "json":
         out.write(report.to_json(findings))
     elif fmt == "concise":
@@ -271,13 +355,6 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
                 report.render_rich(rows, out)
             else:
                 out.write(report.render_plain(rows))
-    if errors:
-        return EXIT_USAGE
-    threshold = SEVERITY_RANK[fail_on]
-    failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
-    if failing and not ns.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_OK
 
 
 def _catalogue_for(argv: list[str]) -> tuple[Any, argparse.Namespace]:

@@ -228,8 +228,11 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
     _derive_cluster(f, cluster)
     _derive_tokens(f, sizes)
     _derive_pipeline(f, cfg)
-    for key, name in (("megatron-core", "mcore_version"), ("transformer-engine", "te_version"),
-                      ("bridge", "bridge_version")):
+    for key, name in (
+        ("megatron-core", "mcore_version"),
+        ("transformer-engine", "te_version"),
+        ("bridge", "bridge_version"),
+    ):
         version = cluster.versions.get(key)
         shown = ".".join(map(str, version)) if version else "newest (not given)"
         f.put(name, version, f"{key} {shown}")
@@ -241,8 +244,17 @@ def _derive_cluster(f: Facts, cluster: Cluster) -> None:
     spec = cluster.gpu_spec
     per_node = cluster.gpus_per_node
     if spec is None:
-        for name in ("gpu", "gpu_name", "gpu_hbm_gib", "nvlink_domain", "gpu_cc", "gpu_fp8",
-                     "gpu_fp8_blockwise", "gpu_mxfp8", "gpu_nvfp4"):
+        for name in (
+            "gpu",
+            "gpu_name",
+            "gpu_hbm_gib",
+            "nvlink_domain",
+            "gpu_cc",
+            "gpu_fp8",
+            "gpu_fp8_blockwise",
+            "gpu_mxfp8",
+            "gpu_nvfp4",
+        ):
             f.miss(name, "no --gpu given")
     else:
         name = str(cluster.gpu)
@@ -261,8 +273,11 @@ def _derive_cluster(f: Facts, cluster: Cluster) -> None:
         support = spec.get("precision_support") or {}
         fp8 = any(support.get(k) for k in ("fp8_tensorwise", "fp8_delayed", "fp8_blockwise"))
         f.put("gpu_fp8", fp8, f"{name}: FP8 {'supported' if fp8 else 'not supported'}")
-        for key, fact in (("fp8_blockwise", "gpu_fp8_blockwise"), ("mxfp8", "gpu_mxfp8"),
-                          ("nvfp4", "gpu_nvfp4")):
+        for key, fact in (
+            ("fp8_blockwise", "gpu_fp8_blockwise"),
+            ("mxfp8", "gpu_mxfp8"),
+            ("nvfp4", "gpu_nvfp4"),
+        ):
             ok = bool(support.get(key))
             f.put(fact, ok, f"{name}: {key} {'supported' if ok else 'not supported'}")
         if per_node is None:
@@ -277,15 +292,21 @@ def _derive_tokens(f: Facts, sizes: dict[str, int]) -> None:
     """Tokens each rank holds in TP/SP regions and in the MoE dispatcher."""
     if "etp" in sizes and "ep" in sizes:
         group = sizes["etp"] * sizes["ep"]
-        f.put("dispatch_group", group,
-              f"dispatch group ETP·EP = {sizes['etp']}·{sizes['ep']} = {group}")
+        f.put(
+            "dispatch_group",
+            group,
+            f"dispatch group ETP·EP = {sizes['etp']}·{sizes['ep']} = {group}",
+        )
     if all(k in f.values for k in ("seq", "mbs")) and "tp" in sizes and "cp" in sizes:
         seq, mbs = f.values["seq"].value, f.values["mbs"].value
         tp, cp = sizes["tp"], sizes["cp"]
         n = seq * mbs / (tp * cp)
-        f.put("tokens_per_rank", n,
-              f"tokens per rank = seq·MBS / (TP·CP) = {_fmt(seq)}·{mbs} / ({tp}·{cp}) = "
-              f"{_fmt(_whole(n))}")
+        f.put(
+            "tokens_per_rank",
+            n,
+            f"tokens per rank = seq·MBS / (TP·CP) = {_fmt(seq)}·{mbs} / ({tp}·{cp}) = "
+            f"{_fmt(_whole(n))}",
+        )
     else:
         f.miss("tokens_per_rank", "needs seq, MBS, TP and CP")
 
@@ -308,12 +329,18 @@ def _derive_pipeline(f: Facts, cfg: Config) -> None:
             f.miss("layout_stages", str(exc))
         else:
             f.put("layout_error", None, f"layout {layout_text!r} parses")
-            f.put("layout_stages", layout.num_stages,
-                  f"layout {layout_text!r}: {layout.num_stages} virtual stages")
+            f.put(
+                "layout_stages",
+                layout.num_stages,
+                f"layout {layout_text!r}: {layout.num_stages} virtual stages",
+            )
             f.put("layout_layers", layout.count("t"), f"layout has {layout.count('t')} 't' layers")
             f.put("layout_mtp", layout.count("m"), f"layout has {layout.count('m')} 'm' layers")
-            f.put("layout_problems", layout_problems(layout, num_layers, mtp),
-                  "PipelineParallelLayerLayout.validate_layer_layout")
+            f.put(
+                "layout_problems",
+                layout_problems(layout, num_layers, mtp),
+                "PipelineParallelLayerLayout.validate_layer_layout",
+            )
             if pp and layout.num_stages % pp == 0:
                 per_rank = [0] * pp
                 for i, count in enumerate(layout.per_stage("t")):
@@ -333,23 +360,31 @@ def _derive_pipeline(f: Facts, cfg: Config) -> None:
         middle_stages = pp - (first is not None) - (last is not None)
         rest = num_layers - (first or 0) - (last or 0)
         if middle_stages <= 0 or rest < 0 or rest % middle_stages:
-            f.put("stage_split_error",
-                  f"{rest} layers left for {middle_stages} middle stages", "uneven split")
+            f.put(
+                "stage_split_error",
+                f"{rest} layers left for {middle_stages} middle stages",
+                "uneven split",
+            )
             f.miss("stage_layers", "uneven split does not divide")
             return
         per = rest // middle_stages
-        counts = ([first] if first is not None else []) + [per] * middle_stages + (
-            [last] if last is not None else [])
+        counts = (
+            ([first] if first is not None else [])
+            + [per] * middle_stages
+            + ([last] if last is not None else [])
+        )
         f.put("stage_split_error", None, "uneven split divides")
         f.put("stage_layers", counts, f"transformer layers per PP rank: {counts}")
         return
-    counts, error = even_split(
-        int(num_layers), int(pp), vpp,
+    even, error = even_split(
+        int(num_layers),
+        int(pp),
+        vpp,
         bool(v.get("model.account_for_embedding_in_pipeline_split")),
         bool(v.get("model.account_for_loss_in_pipeline_split")),
     )
     f.put("stage_split_error", error, error or "even split divides")
-    if counts is not None:
-        f.put("stage_layers", counts, f"transformer layers per PP rank: {counts}")
+    if even is not None:
+        f.put("stage_layers", even, f"transformer layers per PP rank: {even}")
     else:
         f.miss("stage_layers", error or "split fails")

@@ -160,10 +160,12 @@ class SectionView:
         if dotted in self._config.unknown:
             raise NotDerivable(dotted, f"{dotted} is not set (the recipe decides)")
         value = self._config.get(dotted)
-        if dotted not in self._config.values and not _fits(value, _catalogue_type(self._name, attr)):
-            # An untyped field holding a value of the wrong kind: treat it as unknown rather
-            # than let a rule compute with it.
-            raise NotDerivable(dotted, f"{dotted} = {value!r} is not a {_catalogue_type(self._name, attr)}")
+        if dotted not in self._config.values:
+            kind = _catalogue_type(self._name, attr)
+            if not _fits(value, kind):
+                # An untyped field holding a value of the wrong kind: treat it as unknown
+                # rather than let a rule compute with it.
+                raise NotDerivable(dotted, f"{dotted} = {value!r} is not a {kind}")
         return value
 
 

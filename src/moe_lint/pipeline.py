@@ -76,9 +76,7 @@ def layout_problems(layout: Layout, num_layers: int | None, mtp_layers: int | No
     if flat.count("L") != 1 or not flat.endswith("L"):
         problems.append("the last layer must be the loss 'L', exactly once")
     if num_layers is not None and layout.count("t") != num_layers:
-        problems.append(
-            f"{layout.count('t')} transformer layers 't' but num_layers = {num_layers}"
-        )
+        problems.append(f"{layout.count('t')} transformer layers 't' but num_layers = {num_layers}")
     if mtp_layers is not None and layout.count("m") != (mtp_layers or 0):
         problems.append(f"{layout.count('m')} MTP layers 'm' but mtp_num_layers = {mtp_layers}")
     if "m" in flat and "t" in flat[flat.index("m") :]:

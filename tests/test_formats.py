@@ -1,0 +1,198 @@
+"""CI output formats: SARIF (schema-valid), GitHub, GitLab, JUnit, JSON lines; baselines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import DATA, REPO
+from moe_lint.cli import main
+
+SCHEMA = json.loads((DATA / "schemas" / "sarif-schema-2.1.0.json").read_text())
+BROKEN = REPO / "examples" / "dsv3_128k_h100_broken.yaml"
+GOOD = REPO / "examples" / "dsv3_128k_h100.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throwaway git-looking repository holding copies of the examples."""
+    (tmp_path / ".git").mkdir()
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    for src in (BROKEN, GOOD):
+        shutil.copy(src, configs / src.name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_sarif_is_valid_and_relative(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    for files in (
+        ["configs/dsv3_128k_h100_broken.yaml"],
+        ["configs/dsv3_128k_h100.yaml"],
+        [str(workdir / "configs" / "dsv3_128k_h100_broken.yaml"), "configs/dsv3_128k_h100.yaml"],
+    ):
+        code, out, _ = run(capsys, *files, "--format", "sarif")
+        log = json.loads(out)
+        validator = jsonschema.Draft4Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+        validator.validate(log)
+        run0 = log["runs"][0]
+        rules = run0["tool"]["driver"]["rules"]
+        assert {r["id"] for r in rules} >= {"PAR001", "RCP003"}
+        for rule in rules:
+            assert rule["helpUri"].startswith("https://") and rule["help"]["text"]
+            assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
+        for result in run0["results"]:
+            loc = result["locations"][0]["physicalLocation"]
+            assert loc["artifactLocation"]["uri"].startswith("configs/")
+            assert loc["region"]["startLine"] >= 1
+            assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+            assert len(result["partialFingerprints"]["moeLint/v1"]) == 64
+        assert code in (0, 1)
+
+
+def test_fingerprints_survive_edits_elsewhere(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    path = workdir / "configs" / "dsv3_128k_h100_broken.yaml"
+    _, before, _ = run(capsys, str(path), "--format", "sarif")
+    path.write_text("# a new comment line at the top\n" + path.read_text())
+    _, after, _ = run(capsys, str(path), "--format", "sarif")
+
+    def prints(text: str) -> list[tuple[str, str, int]]:
+        results = json.loads(text)["runs"][0]["results"]
+        return [
+            (
+                r["ruleId"],
+                r["partialFingerprints"]["moeLint/v1"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            )
+            for r in results
+        ]
+
+    b, a = prints(before), prints(after)
+    assert [(c, fp) for c, fp, _ in b] == [(c, fp) for c, fp, _ in a]
+    assert all(la == lb + 1 for (_, _, lb), (_, _, la) in zip(b, a, strict=True))
+
+
+def test_github_annotations_and_escaping(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = workdir / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, _ = run(capsys, "configs/dsv3_128k_h100_broken.yaml", "--format", "github")
+    lines = out.splitlines()
+    assert code == 1 and lines
+    for line in lines:
+        assert line.startswith(("::error file=", "::warning file=", "::notice file="))
+        props, _, message = line[2:].partition("::")
+        assert "\n" not in message and "title=" in props
+    first = lines[0]
+    assert "file=configs/dsv3_128k_h100_broken.yaml,line=" in first
+    table = summary.read_text()
+    assert table.count("\n| ") == len(lines) + 1  # header + one row per finding
+
+    from moe_lint.formats import _escape_data, _escape_property
+
+    assert _escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    assert _escape_property("a:b,c") == "a%3Ab%2Cc"
+
+
+def test_gitlab_code_quality(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    code, out, _ = run(capsys, "configs/dsv3_128k_h100_broken.yaml", "--format", "gitlab")
+    report = json.loads(out)
+    assert code == 1 and report
+    fps = [item["fingerprint"] for item in report]
+    assert len(fps) == len(set(fps))
+    for item in report:
+        assert set(item) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert item["severity"] in ("info", "minor", "major", "critical", "blocker")
+        assert item["location"]["path"] == "configs/dsv3_128k_h100_broken.yaml"
+        assert item["location"]["lines"]["begin"] >= 1
+
+
+def test_junit(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    code, out, _ = run(
+        capsys,
+        "configs/dsv3_128k_h100_broken.yaml",
+        "configs/dsv3_128k_h100.yaml",
+        "--format",
+        "junit",
+        "--select",
+        "PAR001,RCP003",
+    )
+    root = ET.fromstring(out)
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [
+        "configs/dsv3_128k_h100_broken.yaml",
+        "configs/dsv3_128k_h100.yaml",
+    ]
+    broken, good = suites
+    assert len(broken.findall("testcase/failure")) == int(broken.get("failures")) == 3
+    assert [c.get("name") for c in good.findall("testcase")] == ["No errors found"]
+    assert code == 1
+
+
+def test_json_lines_and_determinism(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    outs = [
+        run(capsys, "configs/dsv3_128k_h100_broken.yaml", "--format", fmt)[1]
+        for fmt in ("json-lines", "json-lines", "sarif", "sarif")
+    ]
+    assert outs[0] == outs[1] and outs[2] == outs[3]
+    records = [json.loads(line) for line in outs[0].splitlines()]
+    assert records == json.loads(
+        run(capsys, "configs/dsv3_128k_h100_broken.yaml", "--format", "json")[1]
+    )
+
+
+def test_output_file(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    code, out, _ = run(
+        capsys, "configs/dsv3_128k_h100_broken.yaml", "--format", "sarif", "--output", "out.sarif"
+    )
+    assert out == "" and code == 1
+    assert json.loads((workdir / "out.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_baseline_fails_only_on_new(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    cfg = workdir / "configs" / "dsv3_128k_h100_broken.yaml"
+    code, _, err = run(capsys, str(cfg), "--write-baseline", "baseline.json")
+    assert code == 0 and "baseline entries" in err
+    assert run(capsys, str(cfg), "--baseline", "baseline.json")[0] == 0
+    # an edit elsewhere (lines shift) keeps the baseline valid
+    cfg.write_text("# moved down a line\n" + cfg.read_text())
+    code, out, err = run(capsys, str(cfg), "--baseline", "baseline.json", "--format", "json")
+    assert code == 0 and json.loads(out) == [] and "stale" not in err
+    # a new problem fails; a fixed one leaves a stale entry
+    text = cfg.read_text().replace("micro_batch_size: 1", "micro_batch_size: 0")
+    text = text.replace(
+        "moe_flex_dispatcher_backend: deepep ", "# removed                          "
+    )
+    cfg.write_text(text)
+    code, out, err = run(capsys, str(cfg), "--baseline", "baseline.json", "--format", "json")
+    assert code == 1
+    assert [f["code"] for f in json.loads(out)] == ["SCH002"]
+    assert "stale baseline entry: DSP001" in err
+
+
+def test_ci_example_files_parse() -> None:
+    workflow = yaml.safe_load((REPO / "examples" / "ci" / "github-workflow.yml").read_text())
+    steps = workflow["jobs"]["lint-configs"]["steps"]
+    assert any("--format sarif" in s.get("run", "") for s in steps)
+    assert any(s.get("uses", "").startswith("github/codeql-action/upload-sarif") for s in steps)
+    gitlab = yaml.safe_load((REPO / "examples" / "ci" / "gitlab-ci.yml").read_text())
+    assert (
+        gitlab["moe-lint"]["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
+    )
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert {h["id"] for h in hooks} == {"moe-lint", "moe-lint-fix"}
