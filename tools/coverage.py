@@ -72,10 +72,14 @@ def build() -> tuple[str, list[str]]:
     rows = [(s, i, c) for s, i, c in domain_ids()]
     rows += [("Seed guidance (docs/domain/01)", i, t) for i, t in titles.items()]
     known = {i for _, i, _ in rows}
-    problems = [f"{i}: named by rule(s) {covered[i]} but not a catalogue ID"
-                for i in sorted(set(covered) - known)]
-    problems += [f"{i}: has a not-covered reason but is not a catalogue ID"
-                 for i in sorted(set(reasons) - known)]
+    problems = [
+        f"{i}: named by rule(s) {covered[i]} but not a catalogue ID"
+        for i in sorted(set(covered) - known)
+    ]
+    problems += [
+        f"{i}: has a not-covered reason but is not a catalogue ID"
+        for i in sorted(set(reasons) - known)
+    ]
     lines = [
         "# Coverage of the check catalogue",
         "",
@@ -106,8 +110,11 @@ def build() -> tuple[str, list[str]]:
             problems.append(f"{ident}: neither covered by a rule nor given a not-covered reason")
             status = "**undecided**"
         lines.append(f"| {ident} | {text} | {status} |")
-    lines[7:7] = ["", f"{counts['covered']} IDs covered by rules, {counts['not']} not covered "
-                  f"with a reason, {len(rows)} in all."]
+    lines[7:7] = [
+        "",
+        f"{counts['covered']} IDs covered by rules, {counts['not']} not covered "
+        f"with a reason, {len(rows)} in all.",
+    ]
     return "\n".join(lines) + "\n", problems
 
 
