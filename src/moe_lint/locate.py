@@ -60,6 +60,11 @@ def render_scalar(value: Any, style: str | None = None) -> str:
     return text
 
 
+def _newline(text: str) -> str:
+    """The file's own line ending, so an inserted line matches its neighbours."""
+    return "\r\n" if "\r\n" in text else "\n"
+
+
 def _line_start(text: str, index: int) -> int:
     return text.rfind("\n", 0, index) + 1
 
@@ -96,8 +101,9 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     parent = doc.spans.get(parent_path)
     if parent is None:
         if len(parent_path) == 1:  # whole section missing: append it at the end of the file
-            sep = "" if text.endswith("\n") or not text else "\n"
-            content = f"{sep}{parent_path[0]}:\n  {key}: {render_scalar(value)}\n"
+            eol = _newline(text)
+            sep = "" if text.endswith("\n") or not text else eol
+            content = f"{sep}{parent_path[0]}:{eol}  {key}: {render_scalar(value)}{eol}"
             return _edit(text, len(text), len(text), content)
         return None
     # Only block mappings (or an empty "section:") can take a new line; flow style and a
@@ -124,8 +130,9 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
         indent = (parent_key.column - 1) + 2
         newline = text.find("\n", parent_key.index)
         insert_at = len(text) if newline < 0 else newline + 1
-    prefix = "" if insert_at == 0 or text[insert_at - 1] == "\n" else "\n"
-    content = f"{prefix}{' ' * indent}{key}: {render_scalar(value)}\n"
+    eol = _newline(text)
+    prefix = "" if insert_at == 0 or text[insert_at - 1] == "\n" else eol
+    content = f"{prefix}{' ' * indent}{key}: {render_scalar(value)}{eol}"
     return _edit(text, insert_at, insert_at, content)
 
 
