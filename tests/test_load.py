@@ -74,7 +74,8 @@ def test_duplicates_are_recorded() -> None:
         ("", "empty file"),
         ("a: &a [*a]\n", "recursive alias"),
         ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 80)), "nesting deeper"),
-        ("a: 1\n---\nb: 2\n", "YAML syntax error"),
+        ("a: 1\n---\nb: 2\n", "more than one YAML document"),
+        ("a: *nope\n", "undefined alias"),
     ],
 )
 def test_hostile_input(text: str, needle: str) -> None:

@@ -250,10 +250,84 @@ def _yaml_error_message(exc: yaml.YAMLError) -> str:
     return f"YAML syntax error: {problem}"
 
 
+def compose(text: str) -> Any:
+    """Build the YAML node graph from the parser's event stream, without recursion.
+
+    ``yaml.compose`` recurses in C and crashes the process on pathologically deep input
+    (100,000 nested brackets); composing from events with an explicit stack lets us stop at
+    MAX_DEPTH with a clear error instead.
+    """
+    resolver = yaml.resolver.Resolver()
+    anchors: dict[str, Any] = {}
+    stack: list[list[Any]] = []  # [node, pending mapping key]
+    root: Any = None
+    documents = 0
+
+    def attach(node: Any) -> None:
+        nonlocal root
+        if not stack:
+            root = node
+            return
+        parent = stack[-1]
+        if isinstance(parent[0], yaml.SequenceNode):
+            parent[0].value.append(node)
+        elif parent[1] is None:
+            parent[1] = node
+        else:
+            parent[0].value.append((parent[1], node))
+            parent[1] = None
+
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise InputError(
+                    f"line {event.start_mark.line + 1}: more than one YAML document in the file"
+                )
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchors:
+                raise InputError(
+                    f"line {event.start_mark.line + 1}: undefined alias *{event.anchor}"
+                )
+            attach(anchors[event.anchor])
+        elif isinstance(event, yaml.ScalarEvent):
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            node = yaml.ScalarNode(
+                tag, event.value, event.start_mark, event.end_mark, style=event.style
+            )
+            if event.anchor:
+                anchors[event.anchor] = node
+            attach(node)
+        elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            kind = (
+                yaml.SequenceNode
+                if isinstance(event, yaml.SequenceStartEvent)
+                else yaml.MappingNode
+            )
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(kind, None, event.implicit)
+            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if event.anchor:
+                anchors[event.anchor] = node
+            attach(node)
+            stack.append([node, None])
+            if len(stack) > MAX_DEPTH:
+                raise InputError(
+                    f"line {event.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+                )
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            node = stack.pop()[0]
+            node.end_mark = event.end_mark
+    return root
+
+
 def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Document:
     """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input."""
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = compose(text)
     except yaml.YAMLError as exc:
         raise InputError(_yaml_error_message(exc)) from None
     except RecursionError:
