@@ -10,6 +10,7 @@ value and list item gets a span that rules and fixes can address by config path.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,7 +258,7 @@ def compose(text: str) -> Any:
     (100,000 nested brackets); composing from events with an explicit stack lets us stop at
     MAX_DEPTH with a clear error instead.
     """
-    resolver = yaml.resolver.Resolver()
+    resolver: Any = yaml.resolver.Resolver()
     anchors: dict[str, Any] = {}
     stack: list[list[Any]] = []  # [node, pending mapping key]
     root: Any = None
@@ -277,7 +278,9 @@ def compose(text: str) -> Any:
             parent[0].value.append((parent[1], node))
             parent[1] = None
 
-    for event in yaml.parse(text, Loader=_Loader):
+    events: Iterable[Any] = yaml.parse(text, Loader=_Loader)
+    node: Any
+    for event in events:
         if isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:
