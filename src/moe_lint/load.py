@@ -281,27 +281,24 @@ def compose(text: str) -> Any:
     events: Iterable[Any] = yaml.parse(text, Loader=_Loader)
     node: Any
     for event in events:
+        e: Any = event  # the stubs' Mark | None unions do not narrow by event type
         if isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:
                 raise InputError(
-                    f"line {event.start_mark.line + 1}: more than one YAML document in the file"
+                    f"line {e.start_mark.line + 1}: more than one YAML document in the file"
                 )
         elif isinstance(event, yaml.AliasEvent):
-            if event.anchor not in anchors:
-                raise InputError(
-                    f"line {event.start_mark.line + 1}: undefined alias *{event.anchor}"
-                )
-            attach(anchors[event.anchor])
+            if e.anchor not in anchors:
+                raise InputError(f"line {e.start_mark.line + 1}: undefined alias *{e.anchor}")
+            attach(anchors[e.anchor])
         elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag
+            tag = e.tag
             if tag is None or tag == "!":
-                tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
-            node = yaml.ScalarNode(
-                tag, event.value, event.start_mark, event.end_mark, style=event.style
-            )
-            if event.anchor:
-                anchors[event.anchor] = node
+                tag = resolver.resolve(yaml.ScalarNode, e.value, e.implicit)
+            node = yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark, style=e.style)
+            if e.anchor:
+                anchors[e.anchor] = node
             attach(node)
         elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
             kind = (
@@ -309,21 +306,21 @@ def compose(text: str) -> Any:
                 if isinstance(event, yaml.SequenceStartEvent)
                 else yaml.MappingNode
             )
-            tag = event.tag
+            tag = e.tag
             if tag is None or tag == "!":
-                tag = resolver.resolve(kind, None, event.implicit)
-            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
-            if event.anchor:
-                anchors[event.anchor] = node
+                tag = resolver.resolve(kind, None, e.implicit)
+            node = kind(tag, [], e.start_mark, None, flow_style=e.flow_style)
+            if e.anchor:
+                anchors[e.anchor] = node
             attach(node)
             stack.append([node, None])
             if len(stack) > MAX_DEPTH:
                 raise InputError(
-                    f"line {event.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+                    f"line {e.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
                 )
         elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
             node = stack.pop()[0]
-            node.end_mark = event.end_mark
+            node.end_mark = e.end_mark
     return root
 
 
