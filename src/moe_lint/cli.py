@@ -19,6 +19,9 @@ from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.findings import SEVERITY_RANK, Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
+#: key): like malformed YAML they are bad input, reported in one line with exit code 2.
+INPUT_ERROR_CODES = ("SCH002", "SCH003")
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 SUBCOMMANDS = ("check", "rules", "explain")
 
@@ -195,7 +198,7 @@ def _cmd_check(argv: list[str]) -> int:
     results: list[FileResult] = []
     changed = 0
     for path in files:
-        result = lint_path(path, catalogue, settings, overrides, cli_cluster)
+        result = _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
         if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
             result, did_change = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
             changed += did_change
@@ -215,6 +218,18 @@ def _cmd_check(argv: list[str]) -> int:
             )
         return EXIT_FINDINGS if changed else EXIT_OK
     return _report(results, settings.fail_on, fmt, ns)
+
+
+def _as_input_error(result: Any) -> Any:
+    """Turn wrong-type / duplicate-key findings into the file's one-line input error."""
+    bad = [f for f in result.findings if f.code in INPUT_ERROR_CODES]
+    if not bad:
+        return result
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    result.error = f"line {first.line}, column {first.column}: {first.message} [{first.code}]{more}"
+    result.findings = []
+    return result
 
 
 def _fix_file(

@@ -28,9 +28,12 @@ def recipe() -> Any:
     return Field(default=None, json_schema_extra=RECIPE_MARK)
 
 
-PosInt = int  # constrained via Field(ge=1) below, kept readable in signatures
+#: Sanity bounds: a parallel size or a count past these is a typo or a hostile input, and the
+#: arithmetic moe-lint shows would be meaningless (Megatron would fail on it anyway).
+MAX_SIZE = 1 << 20
+MAX_COUNT = 1 << 31
 
-_SIZE = Field(default=1, ge=1)
+_SIZE = Field(default=1, ge=1, le=MAX_SIZE)
 
 
 class _Section(BaseModel):
@@ -43,31 +46,45 @@ class ModelSection(_Section):
     pipeline_model_parallel_size: int = _SIZE
     context_parallel_size: int = _SIZE
     expert_model_parallel_size: int = _SIZE
-    expert_tensor_parallel_size: int | None = Field(default=None, ge=1)
-    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1)
+    expert_tensor_parallel_size: int | None = Field(default=None, ge=1, le=MAX_SIZE)
+    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1, le=MAX_SIZE)
     sequence_parallel: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
     cp_comm_type: str | list[str] | None = None
     hierarchical_context_parallel_sizes: list[int] | None = None
     pipeline_model_parallel_layout: str | list[Any] | None = None
-    num_layers_in_first_pipeline_stage: int | None = Field(default=None, ge=0)
-    num_layers_in_last_pipeline_stage: int | None = Field(default=None, ge=0)
+    num_layers_in_first_pipeline_stage: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    num_layers_in_last_pipeline_stage: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     account_for_embedding_in_pipeline_split: bool = False
     account_for_loss_in_pipeline_split: bool = False
     # architecture (recipe-provided)
-    seq_length: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    num_layers: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    hidden_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    ffn_hidden_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    num_attention_heads: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    num_query_groups: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    kv_channels: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    vocab_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
+    seq_length: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
+    num_layers: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
+    hidden_size: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
+    ffn_hidden_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    num_attention_heads: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    num_query_groups: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    kv_channels: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
+    vocab_size: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
     multi_latent_attention: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
-    mtp_num_layers: int | None = Field(default=None, ge=0, json_schema_extra=RECIPE_MARK)
+    mtp_num_layers: int | None = Field(
+        default=None, ge=0, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
     # MoE
-    num_moe_experts: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    moe_router_topk: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    moe_ffn_hidden_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
+    num_moe_experts: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    moe_router_topk: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    moe_ffn_hidden_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
     moe_layer_freq: int | list[int] | str | None = Field(
         default=None, json_schema_extra=RECIPE_MARK
     )
@@ -84,7 +101,7 @@ class ModelSection(_Section):
     # recompute
     recompute_granularity: Literal["full", "selective"] | None = None
     recompute_method: Literal["uniform", "block"] | None = None
-    recompute_num_layers: int | None = Field(default=None, ge=0)
+    recompute_num_layers: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     recompute_modules: list[str] | None = None
     moe_layer_recompute: bool = False
     distribute_saved_activations: bool = False
@@ -110,15 +127,19 @@ class ModelSection(_Section):
 
 
 class TrainSection(_Section):
-    global_batch_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    micro_batch_size: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
+    global_batch_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
+    micro_batch_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+    )
     decrease_batch_size_if_needed: bool = False
-    train_iters: int | None = Field(default=None, ge=0)
+    train_iters: int | None = Field(default=None, ge=0, le=MAX_COUNT)
 
 
 class DatasetSection(_Section):
-    seq_length: int | None = Field(default=None, ge=1, json_schema_extra=RECIPE_MARK)
-    sequence_length: int | None = Field(default=None, ge=1)
+    seq_length: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
+    sequence_length: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     dataset_kwargs: dict[str, Any] | None = None
     dataloader_type: str | None = None
     enable_offline_packing: bool | None = None
