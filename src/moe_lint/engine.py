@@ -67,6 +67,7 @@ class Evaluator:
             dotted not in cfg.unknown and cfg.get(dotted) is not None
         )
         functions["value"] = self._value
+        functions["fact"] = self._fact
         functions["version_below"] = self._version_below
         functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
         self.engine = EvalWithCompoundTypes(functions=functions, names=self._name)
@@ -81,6 +82,11 @@ class Evaluator:
         settings = self.ctx.settings
         version = settings.versions.get(key) if settings is not None else None
         return version is not None and below(version, parse_version(text))
+
+    def _fact(self, name: str, default: Any = None) -> Any:
+        """A derived fact, or ``default`` when it cannot be computed for this file."""
+        fact = self.ctx.facts.values.get(name)
+        return default if fact is None or fact.value is None else fact.value
 
     def _value(self, dotted: str, default: Any = None) -> Any:
         cfg = self.ctx.config

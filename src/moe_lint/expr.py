@@ -58,8 +58,10 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "str": str,
     "any": any,
     "all": all,
+    "prod": math.prod,
+    "set": set,
 }
-CONFIG_FUNCTIONS = ("explicit", "known", "value", "version_below", "version_at_least")
+CONFIG_FUNCTIONS = ("explicit", "known", "value", "fact", "version_below", "version_at_least")
 
 #: Names of derived facts (see derive.py) rules may reference.
 FACT_NAMES = frozenset(

@@ -161,15 +161,6 @@ def detect_root(data: dict[str, Any]) -> tuple[ConfigPath, str]:
     )
 
 
-def _walk_leaves(node: Any, prefix: str) -> list[str]:
-    if isinstance(node, dict):
-        out: list[str] = []
-        for key, value in node.items():
-            out.extend(_walk_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return [prefix]
-
-
 def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> dict[str, Any]:
     clean = {}
     for key, value in section.items():
@@ -229,7 +220,6 @@ def normalize(
         raw_root = raw_root[part]
     raw = copy.deepcopy(raw_root)
     cfg = Config(doc=doc, root=root, form=form, raw=raw, preset=preset_name)
-    file_paths = set(_walk_leaves(raw, ""))
     overrides = overrides or []
     if overrides:
         apply_overrides(raw, overrides, ())
@@ -271,7 +261,14 @@ def normalize(
             else:
                 cfg.origin[dotted] = "default"
             cfg.values[dotted] = value
-    _ = file_paths  # kept for clarity: origin is computed per typed field above
+    if preset:
+        # Untyped architecture fields (window_size, softmax_type, ...) come from the preset too.
+        written = raw.get("model") if isinstance(raw.get("model"), dict) else {}
+        for key, value in preset.items():
+            dotted = f"model.{key}"
+            if dotted not in cfg.origin and key not in written:
+                cfg.values[dotted] = value
+                cfg.origin[dotted] = "preset"
     _apply_framework_rules(cfg)
     return cfg
 
