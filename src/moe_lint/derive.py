@@ -359,7 +359,11 @@ def _derive_pipeline(f: Facts, cfg: Config) -> None:
     if first is not None or last is not None:
         middle_stages = pp - (first is not None) - (last is not None)
         rest = num_layers - (first or 0) - (last or 0)
-        if middle_stages <= 0 or rest < 0 or rest % middle_stages:
+        if (
+            rest < 0
+            or (middle_stages <= 0 and rest)
+            or (middle_stages > 0 and rest % middle_stages)
+        ):
             f.put(
                 "stage_split_error",
                 f"{rest} layers left for {middle_stages} middle stages",
@@ -367,7 +371,7 @@ def _derive_pipeline(f: Facts, cfg: Config) -> None:
             )
             f.miss("stage_layers", "uneven split does not divide")
             return
-        per = rest // middle_stages
+        per = rest // middle_stages if middle_stages > 0 else 0
         counts = (
             ([first] if first is not None else [])
             + [per] * middle_stages

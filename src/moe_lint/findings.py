@@ -10,6 +10,19 @@ SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 APPLICABILITIES = ("safe", "unsafe", "display-only")
 
 
+def primary_source(source: str) -> str:
+    """The first of several ';'-separated sources, ignoring ';' inside parentheses."""
+    depth = 0
+    for i, char in enumerate(source):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == ";" and depth == 0:
+            return source[:i].strip()
+    return source.strip()
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace ``text[start:end]`` (character indices) with ``content``."""
@@ -56,7 +69,7 @@ class Finding:
         """The message naming the Megatron/Bridge check it anticipates, for machine formats."""
         if not self.source:
             return self.message
-        return f"{self.message} [{self.source.split(';')[0].strip()}]"
+        return f"{self.message} [{primary_source(self.source)}]"
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.column, self.code, self.path)
