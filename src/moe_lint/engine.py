@@ -19,7 +19,8 @@ from moe_lint.normalize import Config
 #: Facts whose derivation is worth printing under a finding (sizes alone are not).
 _SHOWN_FACTS = (
     "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
-    "tokens_per_tp_cp_rank", "cp_target", "experts_per_rank", "vpp_stages",
+    "tokens_per_tp_cp_rank", "tokens_per_rank", "dispatch_group", "cp_target",
+    "experts_per_rank", "vpp_stages",
 )  # fmt: skip
 
 
@@ -63,6 +64,8 @@ class Evaluator:
         self.locals: dict[str, Any] = {}
         functions = dict(FUNCTIONS)
         functions["explicit"] = cfg.explicit
+        # In a full dump every field is written down; in an override file only what it sets.
+        functions["stated"] = lambda dotted: cfg.form == "full-dump" or cfg.explicit(dotted)
         functions["known"] = lambda dotted: (
             dotted not in cfg.unknown and cfg.get(dotted) is not None
         )

@@ -61,7 +61,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "prod": math.prod,
     "set": set,
 }
-CONFIG_FUNCTIONS = ("explicit", "known", "value", "fact", "version_below", "version_at_least")
+CONFIG_FUNCTIONS = (
+    "explicit", "stated", "known", "value", "fact", "version_below", "version_at_least",
+)  # fmt: skip
 
 #: Names of derived facts (see derive.py) rules may reference.
 FACT_NAMES = frozenset(
