@@ -56,10 +56,10 @@ MIXED_PRECISION_RECIPES: dict[str, dict[str, Any]] = {
     "fp16_with_mxfp8_mixed": _precision("fp16", "e4m3", "mxfp8"),
     "bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
     "nemotron_h_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
-    "nanov2_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
+    "nanov2_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "blockwise"),
     "fp16_with_fp8_current_scaling_mixed": _precision("fp16", "hybrid", "tensorwise"),
-    "bf16_with_fp8_subchannel_scaling_mixed": _precision("bf16", "e4m3", "blockwise"),
-    "fp16_with_fp8_subchannel_scaling_mixed": _precision("fp16", "e4m3", "blockwise"),
+    "bf16_with_fp8_subchannel_scaling_mixed": _precision("bf16", "hybrid", "blockwise"),
+    "fp16_with_fp8_subchannel_scaling_mixed": _precision("fp16", "hybrid", "blockwise"),
     "bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
     "nemotron_3_super_bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
 }
@@ -345,6 +345,15 @@ def _apply_framework_rules(cfg: Config) -> None:
             modules = []
         _set(cfg, "model.cuda_graph_modules", modules, note)
     modules = v.get("model.cuda_graph_modules")
+    if modules == "full_iteration" or (isinstance(modules, list) and "full_iteration" in modules):
+        _set(
+            cfg,
+            "model.cuda_graph_impl",
+            "full_iteration",
+            "cuda_graph_modules=full_iteration -> cuda_graph_impl=full_iteration",
+        )
+        modules = []
+        v["model.cuda_graph_modules"] = []
     if modules in ("full", None) or modules == ["full"]:
         v["model.cuda_graph_modules"] = []
     elif isinstance(modules, str):
