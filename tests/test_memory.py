@@ -1,0 +1,635 @@
+"""Memory model: unit behaviour of each term and the published-measurement truth tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from moe_lint import memory
+from moe_lint.memory import (
+    GIB,
+    Estimate,
+    MemoryInputError,
+    MemorySettings,
+    estimate,
+    levers,
+)
+from moe_lint.params import Arch, count_params
+from moe_lint.settings import preset_fields
+
+REPO = Path(__file__).resolve().parent.parent
+TOOL = REPO / "tools" / "memory_report.py"
+BALANCED = MemorySettings(routing_imbalance=1.0)
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memory_report", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["memory_report"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def config(model: str = "qwen3-30b-a3b", **values: Any) -> dict[str, Any]:
+    """Preset + a plain bf16 distributed-optimizer recipe (fp32 grads), then ``values``."""
+    out: dict[str, Any] = {f"model.{k}": v for k, v in preset_fields(model).items()}
+    out.update(
+        {
+            "mixed_precision": "bf16_mixed",
+            "ddp.grad_reduce_in_fp32": True,
+            "ddp.use_distributed_optimizer": True,
+            "model.cross_entropy_fusion_impl": "te",
+            "model.bias_activation_fusion": True,
+            "model.moe_token_dispatcher_type": "alltoall",
+        }
+    )
+    out.update(
+        {
+            k
+            if k.startswith(("model.", "optimizer.", "ddp.", "train.", "mixed"))
+            else f"model.{k}": v
+            for k, v in values.items()
+        }
+    )
+    return out
+
+
+def facts(
+    tp: int = 1,
+    pp: int = 1,
+    cp: int = 1,
+    ep: int = 1,
+    etp: int | None = None,
+    world: int | None = None,
+    seq: int = 4096,
+    mbs: int = 1,
+    microbatches: int = 8,
+    vpp: int | None = None,
+) -> dict[str, Any]:
+    etp = etp if etp is not None else (1 if ep > 1 else tp)
+    world = world or pp * math.lcm(tp * cp, etp * ep)
+    return {
+        "tp": tp,
+        "pp": pp,
+        "cp": cp,
+        "ep": ep,
+        "etp": etp,
+        "world": world,
+        "vpp": vpp,
+        "dp": world // (tp * pp * cp),
+        "edp": world // (etp * ep * pp),
+        "sp": tp > 1,
+        "seq": seq,
+        "mbs": mbs,
+        "microbatches": microbatches,
+    }
+
+
+def gib(est: Estimate, name: str, stage: int | None = None) -> float:
+    st = est.worst if stage is None else est.stages[stage]
+    term = st.term(name)
+    return term.gib if term is not None else 0.0
+
+
+def states(est: Estimate, stage: int | None = None) -> float:
+    st = est.worst if stage is None else est.stages[stage]
+    return sum(t.gib for t in st.terms if t.kind == "state")
+
+
+# --- weights, gradients, optimizer ------------------------------------------------------------
+
+
+def _qwen_split(ep: int) -> tuple[float, float]:
+    """Dense and expert parameters per rank of Qwen3-30B-A3B at TP = PP = 1."""
+    c = count_params(Arch.from_preset("qwen3-30b-a3b"))
+    return float(c.dense), c.expert / ep
+
+
+def test_distributed_optimizer_is_6_plus_12_over_d() -> None:
+    """bf16 params + fp32 grads: 6 + 12/d, d = DP·CP for dense and EDP for experts."""
+    est = estimate(config(), facts(ep=8, world=32))  # DP 32, EDP 4
+    dense, expert = _qwen_split(8)
+    expected = dense * (6 + 12 / 32) + expert * (6 + 12 / 4)
+    assert states(est) == pytest.approx(expected / GIB, rel=1e-9)
+
+
+def test_edp_squeeze_costs_18_bytes_per_expert_param() -> None:
+    """ETP·EP·PP = world leaves EDP = 1: expert states are not sharded at all."""
+    est = estimate(config(), facts(ep=8, world=8))
+    dense, expert = _qwen_split(8)
+    assert states(est) == pytest.approx((dense * (6 + 12 / 8) + expert * 18) / GIB, rel=1e-9)
+
+
+def test_dense_shard_group_includes_cp_and_instances() -> None:
+    base = estimate(config(), facts(cp=2, ep=8, world=16))  # DP 8, CP 2 -> d = 16
+    dense, expert = _qwen_split(8)
+    master = gib(base, "optimizer master params")
+    assert master == pytest.approx((dense * 4 / 16 + expert * 4 / 2) / GIB, rel=1e-9)
+    two = estimate(
+        config(**{"ddp.num_distributed_optimizer_instances": 2}), facts(cp=2, ep=8, world=16)
+    )
+    assert gib(two, "optimizer master params") == pytest.approx(
+        (dense * 4 / 8 + expert * 4 / 1) / GIB, rel=1e-9
+    )
+
+
+def test_bf16_grads_and_no_distributed_optimizer() -> None:
+    values = config(**{"ddp.grad_reduce_in_fp32": False, "ddp.use_distributed_optimizer": False})
+    est = estimate(values, facts(ep=8, world=32))
+    dense, expert = _qwen_split(8)
+    assert states(est) == pytest.approx((dense + expert) * 16 / GIB, rel=1e-9)
+    step = gib(est, "optimizer-step fp32 grad copy")
+    assert step == pytest.approx((dense + expert) * 4 / GIB, rel=1e-9)
+
+
+def test_precision_aware_bf16_moments_with_remainders() -> None:
+    """docs/domain/02 §4.1: bf16 m/v + 16-bit master remainders = 6 + 6/d (fp32 grads)."""
+    values = config(
+        **{
+            "optimizer.use_precision_aware_optimizer": True,
+            "optimizer.exp_avg_dtype": "torch.bfloat16",
+            "optimizer.exp_avg_sq_dtype": "bf16",
+        }
+    )
+    est = estimate(values, facts(ep=8, world=32))
+    dense, expert = _qwen_split(8)
+    assert states(est) == pytest.approx((dense * (6 + 6 / 32) + expert * (6 + 6 / 4)) / GIB)
+    step = gib(est, "optimizer-step fp32 state copies")
+    assert step == pytest.approx(max(dense / 32, expert / 4) * 8 / GIB)  # largest group only
+
+
+def test_optimizer_offload_moves_adam_moments_only() -> None:
+    values = config(
+        **{"optimizer.optimizer_cpu_offload": True, "optimizer.optimizer_offload_fraction": 0.25}
+    )
+    base = estimate(config(), facts(ep=8, world=32))
+    off = estimate(values, facts(ep=8, world=32))
+    assert gib(off, "optimizer moments") == pytest.approx(0.75 * gib(base, "optimizer moments"))
+    assert gib(off, "optimizer master params") == gib(base, "optimizer master params")
+
+
+def test_megatron_fsdp_shards_weights_and_grads() -> None:
+    values = config(
+        **{
+            "ddp.use_megatron_fsdp": True,
+            "ddp.data_parallel_sharding_strategy": "optim_grads_params",
+        }
+    )
+    plain = estimate(config(), facts(ep=8, world=32))
+    fsdp = estimate(values, facts(ep=8, world=32))
+    assert gib(fsdp, "weights") < gib(plain, "weights") / 3
+    assert gib(fsdp, "gradients") < gib(plain, "gradients") / 3
+
+
+# --- activations ------------------------------------------------------------------------------
+
+
+def _act(est: Estimate) -> float:
+    return gib(est, "activations")
+
+
+def test_recompute_deltas_per_module() -> None:
+    """Each selective module removes exactly its saved tensors (docs/domain/02 §4.4)."""
+    f = facts(tp=2, ep=8, world=16)
+    t = 4096 / 2
+    base = _act(estimate(config(), f, BALANCED))
+
+    def delta(*modules: str) -> float:
+        values = config(recompute_granularity="selective", recompute_modules=list(modules))
+        return (base - _act(estimate(values, f, BALANCED))) * GIB
+
+    k, fm, h, layers = 8, 768, 2048, 48
+    assert delta("moe_act") == pytest.approx(2 * fm * k * t * layers)
+    assert delta("layernorm") == pytest.approx(2 * 2 * h * t * layers)  # two norm outputs
+    assert delta("core_attn") == 0  # flash attention keeps no score matrix
+    assert delta("moe") > delta("moe_act") + delta("layernorm") / 2
+
+
+def test_core_attn_recompute_matters_without_flash_attention() -> None:
+    unfused = MemorySettings(flash_attention=False)
+    f = facts(tp=2, ep=8, world=16)
+    values = config(recompute_granularity="selective", recompute_modules=["core_attn"])
+    without = estimate(config(), f, unfused)
+    with_ = estimate(values, f, unfused)
+    heads, s = 32, 4096
+    assert (_act(without) - _act(with_)) * GIB == pytest.approx(4 * heads / 2 * s * s * 48)
+
+
+def test_mla_up_proj_recompute_drops_qkv() -> None:
+    f = facts(tp=2, ep=8, world=16)
+    base = _act(estimate(config("deepseek-v2-lite"), f))
+    values = config(
+        "deepseek-v2-lite", recompute_granularity="selective", recompute_modules=["mla_up_proj"]
+    )
+    saved = (base - _act(estimate(values, f))) * GIB
+    heads, qk, v, n = 16, 128 + 64, 128, 4096
+    assert saved == pytest.approx(2 * heads * (2 * qk + v) * n / 2 * 27)
+
+
+def test_routing_imbalance_scales_routed_tensors_and_is_bounded() -> None:
+    f = facts(tp=2, ep=8, world=16)
+    balanced = _act(estimate(config(), f, BALANCED))
+    skewed = _act(estimate(config(), f, MemorySettings(routing_imbalance=1.5)))
+    assert skewed > balanced
+    capped = _act(
+        estimate(config(moe_expert_capacity_factor=1.0), f, MemorySettings(routing_imbalance=1.5))
+    )
+    assert capped == pytest.approx(balanced)
+    padded = _act(
+        estimate(
+            config(moe_expert_capacity_factor=1.5, moe_pad_expert_input_to_capacity=True),
+            f,
+            BALANCED,
+        )
+    )
+    assert padded == pytest.approx(skewed)
+    # EP = 1: every rank holds every expert, so there is nothing to be imbalanced.
+    one = facts(tp=2, world=2)
+    assert _act(estimate(config(), one, MemorySettings(routing_imbalance=2.0))) == pytest.approx(
+        _act(estimate(config(), one, BALANCED))
+    )
+
+
+def test_activations_divide_by_tp_times_cp() -> None:
+    small = _act(estimate(config(), facts(tp=2, cp=4, ep=8, world=8, seq=32768), BALANCED))
+    big = _act(estimate(config(), facts(tp=2, cp=1, ep=8, world=8, seq=32768), BALANCED))
+    assert big == pytest.approx(4 * small)
+
+
+def test_full_recompute_uniform_and_block() -> None:
+    f = facts(tp=2, ep=8, world=16)
+    h, t = 2048, 2048
+    uni = estimate(
+        config(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=4), f
+    )
+    assert gib(uni, "activations (checkpoints)") * GIB == pytest.approx(12 * 2 * h * t)
+    full_layer = _act(estimate(config(), f)) / 48
+    assert gib(uni, "recompute working set") == pytest.approx(4 * full_layer)
+    block = estimate(
+        config(recompute_granularity="full", recompute_method="block", recompute_num_layers=40), f
+    )
+    assert gib(block, "activations (checkpoints)") == pytest.approx(
+        40 * 2 * h * t / GIB + 8 * full_layer
+    )
+
+
+def test_unfused_glu_keeps_the_silu_output() -> None:
+    f = facts(tp=2, ep=8, world=16)
+    fused = _act(estimate(config("deepseek-v2-lite"), f))
+    unfused = _act(estimate(config("deepseek-v2-lite", bias_activation_fusion=False), f))
+    shared, dense, n = 2816, 10944, 4096
+    assert (unfused - fused) * GIB == pytest.approx(2 * n / 2 * (shared * 26 + dense))
+
+
+# --- schedule ---------------------------------------------------------------------------------
+
+
+def _ctx(values: dict[str, Any], f: dict[str, Any]) -> Any:
+    return memory._context(values, f, MemorySettings())
+
+
+def test_1f1b_in_flight_microbatches() -> None:
+    ctx = _ctx(config(), facts(pp=4, ep=8, world=32, microbatches=8))
+    assert [memory.in_flight(ctx, r)[0] for r in range(4)] == [4, 3, 2, 1]
+    few = _ctx(config(), facts(pp=4, ep=8, world=32, microbatches=2))
+    assert [memory.in_flight(few, r)[0] for r in range(4)] == [2, 2, 2, 1]
+
+
+def test_interleaved_in_flight_matches_megatron_penalty() -> None:
+    p, v = 4, 3
+    ctx = _ctx(config(), facts(pp=p, ep=8, world=32, vpp=v, microbatches=16))
+    first = memory.in_flight(ctx, 0)[0]
+    assert first == pytest.approx(p * (1 + (p - 1) / (p * v)))
+    assert memory.in_flight(ctx, p - 1)[0] == pytest.approx((p * (v - 1) + 1) / v)
+    overlap = _ctx(
+        config(overlap_moe_expert_parallel_comm=True),
+        facts(pp=p, ep=8, world=32, vpp=v, microbatches=16),
+    )
+    assert memory.in_flight(overlap, 0)[0] == pytest.approx(first + 1 / v)
+
+
+def test_peak_is_on_the_first_stage_for_activation_heavy_runs() -> None:
+    est = estimate(config(), facts(pp=4, tp=2, ep=8, world=64, microbatches=8))
+    acts = [gib(est, "activations", r) for r in range(4)]
+    assert acts[0] > acts[1] > acts[2] > acts[3]
+
+
+# --- pipeline placement -----------------------------------------------------------------------
+
+
+def _stages(values: dict[str, Any], f: dict[str, Any]) -> list[Any]:
+    ctx = _ctx(values, f)
+    return memory._placement(ctx)
+
+
+def test_embedding_first_output_last() -> None:
+    st = _stages(config(), facts(pp=4, ep=8, world=32))
+    assert [s.embedding for s in st] == [True, False, False, False]
+    assert [s.head for s in st] == [False, False, False, True]
+    assert [len(s.layers) for s in st] == [12, 12, 12, 12]
+    est = estimate(config(), facts(pp=4, ep=8, world=32))
+    assert gib(est, "output layer and loss", 3) > 0 and gib(est, "output layer and loss", 0) == 0
+
+
+def test_mtp_lives_on_the_last_stage_with_its_own_embedding() -> None:
+    values = config("glm-4.5-air")
+    f = facts(pp=2, ep=8, world=16)
+    st = _stages(values, f)
+    assert (st[0].mtp, st[1].mtp) == (0, 1)
+    est = estimate(values, f)
+    assert gib(est, "MTP (1 depth(s))", 1) > 0
+    assert "MTP" in est.stages[1].term("weights").derivation  # type: ignore[union-attr]
+    no_mtp = estimate(config("glm-4.5-air", mtp_num_layers=0), f)
+    arch = Arch.from_preset("glm-4.5-air")
+    extra = (gib(est, "weights", 1) - gib(no_mtp, "weights", 1)) * GIB / 2
+    assert extra > arch.vocab_size * arch.hidden_size  # the embedding copy is part of it
+
+
+def test_tied_embeddings_keep_an_output_copy_on_the_last_stage() -> None:
+    tied = config(share_embeddings_and_output_weights=True)
+    pp2 = estimate(tied, facts(pp=2, ep=8, world=16))
+    pp1 = estimate(tied, facts(ep=8, world=8))
+    arch = Arch.from_preset("qwen3-30b-a3b")
+    emb = arch.vocab_size * arch.hidden_size
+    per_rank_pp2 = [gib(pp2, "weights", r) for r in range(2)]
+    assert per_rank_pp2[1] == pytest.approx(per_rank_pp2[0], rel=0.01)  # both hold V·h
+    untied_pp1 = estimate(config(), facts(ep=8, world=8))
+    assert (gib(untied_pp1, "weights") - gib(pp1, "weights")) * GIB == pytest.approx(2 * emb)
+
+
+def test_uneven_split_and_layout_string() -> None:
+    uneven = _stages(
+        config(num_layers_in_first_pipeline_stage=10, num_layers_in_last_pipeline_stage=14),
+        facts(pp=3, ep=8, world=24),
+    )
+    assert [len(s.layers) for s in uneven] == [10, 24, 14]
+    layout = _stages(
+        config(pipeline_model_parallel_layout="Et*11|t*13|t*12|t*12L"), facts(pp=4, ep=8, world=32)
+    )
+    assert [len(s.layers) for s in layout] == [11, 13, 12, 12]
+    assert layout[1].layers[0] == 11
+    listed = _stages(
+        config(
+            pipeline_model_parallel_layout=[
+                ["embedding"] + ["decoder"] * 24,
+                ["decoder"] * 24 + ["loss"],
+            ]
+        ),
+        facts(pp=2, ep=8, world=16),
+    )
+    assert [len(s.layers) for s in listed] == [24, 24]
+    accounted = _stages(
+        config(
+            account_for_embedding_in_pipeline_split=True,
+            account_for_loss_in_pipeline_split=True,
+            num_layers=46,
+        ),
+        facts(pp=4, ep=8, world=32),
+    )
+    assert [len(s.layers) for s in accounted] == [11, 12, 12, 11]
+
+
+def test_interleaved_chunks_take_layers_round_robin() -> None:
+    st = _stages(config(), facts(pp=2, ep=8, world=16, vpp=2))
+    assert st[0].chunks == [list(range(0, 12)), list(range(24, 36))]
+    assert st[1].chunks == [list(range(12, 24)), list(range(36, 48))]
+
+
+def test_dense_layers_sit_where_moe_layer_freq_puts_them() -> None:
+    """DeepSeek-V3's three dense layers are on stage 0: it holds fewer expert parameters."""
+    est = estimate(config("deepseek-v3"), facts(pp=4, tp=4, ep=32, world=256, seq=4096))
+    deriv = est.stages[0].term("weights").derivation  # type: ignore[union-attr]
+    assert "experts 13 layers" in deriv  # 16 layers on stage 0, three of them dense
+
+
+# --- head, fixed costs, graphs ----------------------------------------------------------------
+
+
+def test_fp32_logits_copy_unless_te_cross_entropy() -> None:
+    f = facts(ep=8, world=8)
+    te = gib(estimate(config(), f), "output layer and loss")
+    native = gib(estimate(config(cross_entropy_fusion_impl="native"), f), "output layer and loss")
+    vocab, n, h = 151936, 4096, 2048
+    assert te * GIB == pytest.approx(2 * vocab * n + 4 * h * n)
+    assert native * GIB == pytest.approx(6 * vocab * n + 4 * h * n)
+
+
+def test_fixed_terms_and_dispatcher_buffers() -> None:
+    f = facts(ep=16, world=16)
+    s = MemorySettings(cuda_context_gib=0.5, nccl_gib=2.0, deepep_buffer_gib=1.5)
+    est = estimate(
+        config(moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="deepep"), f, s
+    )
+    assert gib(est, "CUDA context") == 0.5 and gib(est, "NCCL buffers") == 2.0
+    assert gib(est, "DeepEP buffers") == 1.5
+    hybrid = estimate(
+        config(moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="hybridep"), f
+    )
+    assert gib(hybrid, "HybridEP buffers") * GIB == pytest.approx(2.0 * 16 * 4096 * 2048 * 2)
+    margin = est.worst.term("fragmentation margin")
+    assert margin is not None
+    assert margin.gib == pytest.approx(est.worst.allocated_gib * s.fragmentation)
+    fixed = sum(t.gib for t in est.worst.terms if t.kind in ("fixed", "margin"))
+    assert est.worst.total_gib == pytest.approx(est.worst.allocated_gib + fixed)
+
+
+def test_cuda_graph_static_buffers() -> None:
+    values = config(
+        cuda_graph_impl="transformer_engine", cuda_graph_modules=["moe_router", "moe_preprocess"]
+    )
+    one = estimate(values, facts(ep=16, world=16))
+    assert gib(one, "CUDA-graph static buffers") > 0
+    assert gib(estimate(config(), facts(ep=16, world=16)), "CUDA-graph static buffers") == 0
+    pp2 = estimate(values, facts(pp=2, ep=8, world=16, microbatches=8))
+    # With PP > 1 graphs are captured per in-flight micro-batch (not reused).
+    per_layer_pp1 = gib(one, "CUDA-graph static buffers") / 48
+    assert gib(pp2, "CUDA-graph static buffers", 0) == pytest.approx(per_layer_pp1 * 24 * 2)
+
+
+def test_activation_offload_moves_layers_to_host() -> None:
+    f = facts(tp=2, ep=4, world=16)
+    plain = _act(estimate(config(), f))
+    off = _act(estimate(config(cpu_offloading=True, cpu_offloading_num_layers=24), f))
+    assert off == pytest.approx(plain * 25 / 48)  # one offloaded layer stays for reload
+
+
+def test_missing_inputs_raise() -> None:
+    f = facts(ep=8, world=8)
+    f.pop("seq")
+    with pytest.raises(MemoryInputError, match="sequence length"):
+        estimate(config(), f)
+    with pytest.raises(MemoryInputError, match="hidden_size"):
+        estimate({"model.num_layers": 4, "model.seq_length": 128}, facts())
+
+
+def test_assumptions_and_fit_verdict() -> None:
+    values = {k: v for k, v in config().items() if k != "ddp.grad_reduce_in_fp32"}
+    est = estimate(values, facts(ep=8, world=8), capacity_gib=79.2)
+    assert any("grad_reduce_in_fp32" in a for a in est.assumptions)
+    assert any("ρ" in a for a in est.assumptions)
+    assert est.fits is (est.worst.total_gib <= 79.2)
+    assert estimate(values, facts(ep=8, world=8)).fits is None
+    headroom = estimate(
+        values, facts(ep=8, world=8), MemorySettings(headroom_gib=5), capacity_gib=79.2
+    )
+    assert headroom.usable_gib == pytest.approx(74.2)
+
+
+# --- worked example (docs/domain/02 §4.5) -----------------------------------------------------
+
+
+def test_worked_example_section_4_5() -> None:
+    """Qwen3-30B-A3B, 128K, TP2 CP8 EP8, 64 GPUs: ≈ 29.9 + 38.7 + 7.0 GiB before overheads."""
+    f = facts(tp=2, cp=8, ep=8, world=64, seq=131072)
+    values = config(cross_entropy_fusion_impl="native")
+    est = estimate(values, f, BALANCED)
+    assert states(est) == pytest.approx(29.9, rel=0.02)
+    assert _act(est) == pytest.approx(38.7, rel=0.05)
+    assert gib(est, "output layer and loss") == pytest.approx(7.0, rel=0.02)
+    recomputed = estimate(
+        config(
+            cross_entropy_fusion_impl="native",
+            recompute_granularity="selective",
+            recompute_modules=["moe_act", "layernorm"],
+        ),
+        f,
+        BALANCED,
+    )
+    assert _act(est) - _act(recomputed) == pytest.approx(75.6 - 68.1, rel=0.05)
+    half = estimate(values, facts(tp=2, cp=8, ep=8, world=64, seq=65536), BALANCED)
+    base = states(est) + _act(est) + gib(est, "output layer and loss")
+    shorter = states(half) + _act(half) + gib(half, "output layer and loss")
+    assert shorter == pytest.approx(52.8, rel=0.03) and base == pytest.approx(75.6, rel=0.03)
+
+
+# --- levers -----------------------------------------------------------------------------------
+
+
+def test_levers_are_ranked_savings_with_requirements() -> None:
+    f = facts(tp=2, cp=2, ep=8, world=32, seq=32768)
+    found = levers(config("deepseek-v2-lite"), f, capacity_gib=79.2)
+    names = [lever.name for lever in found]
+    assert found and all(lever.delta_gib < 0 for lever in found)
+    assert [lever.delta_gib for lever in found] == sorted(lever.delta_gib for lever in found)
+    for expected in (
+        "recompute moe_act",
+        "recompute mla_up_proj",
+        "CP ×2",
+        "optimizer offload 1",
+        "EP ×2",
+        "full recompute",
+    ):
+        assert expected in names, names
+    cp = next(lever for lever in found if lever.name == "CP ×2")
+    assert "64 GPUs" in cp.requires
+    offload = next(lever for lever in found if lever.name == "optimizer offload 1")
+    assert "optimizer_offload_fraction=1" in offload.requires
+
+
+def test_levers_skip_what_is_already_on() -> None:
+    values = config(
+        recompute_granularity="selective",
+        recompute_modules=["moe_act"],
+        overlap_moe_expert_parallel_comm=True,
+    )
+    names = [lever.name for lever in levers(values, facts(tp=2, ep=8, world=16))]
+    assert "recompute moe_act" not in names and "recompute moe" not in names
+
+
+# --- settings are documented ------------------------------------------------------------------
+
+
+def test_every_setting_is_documented() -> None:
+    doc = (REPO / "docs" / "memory-model.md").read_text(encoding="utf-8")
+    for f in fields(MemorySettings):
+        assert f"`{f.name}`" in doc, f.name
+
+
+# --- published measurements (tests/data/memory-measurements.yaml) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Any]:
+    rows: list[Any] = _tool().predict()
+    return rows
+
+
+def test_every_measurement_is_predicted(rows: list[Any]) -> None:
+    assert len(rows) == 13
+
+
+def test_fit_or_oom_verdict_matches_every_run(rows: list[Any]) -> None:
+    wrong = [(r.run["id"], r.predicted_outcome) for r in rows if not r.matches]
+    assert not wrong
+
+
+def test_oom_run_predicts_more_than_it_had_allocated(rows: list[Any]) -> None:
+    for r in rows:
+        if r.run["outcome"] == "oom":
+            assert r.predicted_gb > r.measured_gb
+            assert r.est.worst.total_gib > r.est.capacity_gib
+
+
+def test_offload_slope_within_10_percent(rows: list[Any]) -> None:
+    predicted, measured = _tool().offload_slope(rows)
+    assert measured == pytest.approx(3.82, abs=0.01)
+    assert abs(predicted / measured - 1) <= 0.10
+
+
+def test_median_absolute_error_within_10_percent(rows: list[Any]) -> None:
+    assert _tool().median_abs_error(rows) <= 0.10
+
+
+def test_memory_report_is_up_to_date() -> None:
+    result = subprocess.run(
+        [sys.executable, str(TOOL), "--check"], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+
+
+# --- integration with normalize/derive --------------------------------------------------------
+
+DUMPS = REPO / "tests" / "data" / "corpus" / "bridge-full-dumps"
+_DUMP_GPUS = {"h100": "h100-sxm-80gb", "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
+
+
+@pytest.mark.parametrize("path", sorted(DUMPS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
+    """NVIDIA's own performance recipes (full dumps) run on their GPUs: the model must agree."""
+    import re
+
+    from moe_lint.derive import Cluster, derive
+    from moe_lint.load import load_file
+    from moe_lint.normalize import normalize
+    from moe_lint.settings import gpu_catalogue
+
+    match = re.search(r"_(\d+)gpu_([a-z0-9]+)_", path.name)
+    assert match is not None
+    gpu = _DUMP_GPUS[match.group(2)]
+    spec = gpu_catalogue()[gpu]
+    cfg = normalize(load_file(str(path)))
+    derived = derive(cfg, Cluster(gpus=int(match.group(1)), gpu=gpu, gpu_spec=spec))
+    f = {k: fact.value for k, fact in derived.values.items()}
+    mib = spec["memory"].get("cuda_total_mib") or spec["memory"]["nvidia_smi_total_mib"]
+    est = estimate(memory.values_from_config(cfg), f, capacity_gib=mib / 1024)
+    assert est.fits, (est.worst.stage, est.worst.total_gib, est.usable_gib)
+    assert not any("differ from the derived stage_layers" in a for a in est.assumptions)
+
+
+@pytest.mark.parametrize("model", ["qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b", "gpt-oss-20b"])
+def test_hybrid_and_sink_models_estimate(model: str) -> None:
+    est = estimate(config(model), facts(tp=2, pp=2, ep=8, world=32, seq=8192))
+    assert est.worst.allocated_gib > 0
+    assert len(est.stages) == 2
+    placed = memory._placement(_ctx(config(model), facts(pp=2, ep=8, world=16)))
+    layers = [len(stage.layers) for stage in placed]
+    assert sum(layers) == Arch.from_preset(model).num_layers
