@@ -9,8 +9,12 @@ from conftest import REPO
 
 
 def test_coverage_table_is_complete_and_current() -> None:
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "coverage.py"), "--check"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "coverage.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -52,6 +52,14 @@ def _check_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--gpus-per-node", type=str, help="GPUs per node")
     cluster.add_argument("--gpu", help="GPU type: h100, h200, b200, b300, gb200, gb300, a100")
     cluster.add_argument("--model", help="architecture preset, e.g. deepseek-v3, qwen3-235b-a22b")
+    cluster.add_argument(
+        "--memory",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="memory-model setting, e.g. routing_imbalance=1.5 or "
+        "warn-headroom=0.1 (see docs/memory-model.md)",
+    )
     versions = p.add_argument_group("framework versions (default: the newest behaviour)")
     versions.add_argument("--megatron-core", metavar="VERSION", help="e.g. 0.14")
     versions.add_argument("--transformer-engine", metavar="VERSION", help="e.g. 2.6")
@@ -114,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_rules(args[1:])
         if args and args[0] == "explain":
             return _cmd_explain(args[1:])
+        if args and args[0] == "estimate":
+            return _cmd_estimate(args[1:])
         if args and args[0] == "check":
             args = args[1:]
         return _cmd_check(args)
@@ -144,22 +154,8 @@ def _cmd_check(argv: list[str]) -> int:
     ns = _check_parser().parse_args(argv)
     from moe_lint.catalogue import load_catalogue
     from moe_lint.lint import FileResult, lint_path
-    from moe_lint.overrides import looks_like_override, parse_override
 
-    files: list[str] = []
-    overrides = []
-    for arg in ns.args:
-        if looks_like_override(arg) and not os.path.exists(arg):
-            try:
-                overrides.append(parse_override(arg))
-            except InputError as exc:
-                raise UsageError(str(exc)) from None
-        else:
-            if overrides:
-                raise UsageError(f"{arg}: files must come before overrides")
-            files.append(arg)
-    if not files:
-        raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
+    files, overrides = _split_args(ns)
     settings, fmt_setting = _settings_for(ns)
     if ns.select is not None:
         settings.select = ns.select
@@ -167,27 +163,19 @@ def _cmd_check(argv: list[str]) -> int:
     settings.ignore = settings.ignore + ns.ignore
     if ns.fail_on:
         settings.fail_on = ns.fail_on
+    for item in ns.memory:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
+        settings.memory[key.strip()] = value.strip()
+    if ns.memory:
+        from moe_lint.memcheck import memory_settings
+
+        memory_settings(settings.memory, "--memory")
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    cli_cluster = {
-        k: v
-        for k, v in (
-            ("gpus", ns.gpus),
-            ("nodes", ns.nodes),
-            ("gpus-per-node", ns.gpus_per_node),
-            ("gpu", ns.gpu),
-            ("model", ns.model),
-            ("megatron-core", ns.megatron_core),
-            ("transformer-engine", ns.transformer_engine),
-            ("bridge", ns.bridge),
-        )
-        if v is not None
-    }
-    if cli_cluster:
-        from moe_lint.settings import Settings, apply_cluster
-
-        apply_cluster(Settings(), cli_cluster, "command line")  # validate once, up front
+    cli_cluster = _cli_cluster(ns)
     catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
     # Validate selectors before linting anything.
     for selector in [*(settings.select or []), *settings.extend_select, *settings.ignore]:
@@ -218,6 +206,116 @@ def _cmd_check(argv: list[str]) -> int:
             )
         return EXIT_FINDINGS if changed else EXIT_OK
     return _report(results, settings.fail_on, fmt, ns)
+
+
+def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
+    """Files first, then Hydra-style overrides."""
+    from moe_lint.overrides import looks_like_override, parse_override
+
+    files: list[str] = []
+    overrides = []
+    for arg in ns.args:
+        if looks_like_override(arg) and not os.path.exists(arg):
+            try:
+                overrides.append(parse_override(arg))
+            except InputError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            if overrides:
+                raise UsageError(f"{arg}: files must come before overrides")
+            files.append(arg)
+    if not files:
+        raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
+    return files, overrides
+
+
+def _cmd_estimate(argv: list[str]) -> int:
+    """``moe-lint estimate CONFIG [overrides]``: the memory table of every pipeline stage."""
+    parser = _check_parser()
+    parser.prog = "moe-lint estimate"
+    parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
+    ns = parser.parse_args(argv)
+    from moe_lint import memreport, report
+    from moe_lint.load import load_file
+    from moe_lint.memcheck import memory_settings, run_estimate
+    from moe_lint.memory import MemoryInputError, levers
+    from moe_lint.normalize import NotBridgeConfig
+
+    files, overrides = _split_args(ns)
+    settings, _ = _settings_for(ns)
+    for item in ns.memory:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
+        settings.memory[key.strip()] = value.strip()
+    cli_cluster = _cli_cluster(ns)
+    from moe_lint.lint import prepare
+
+    payload: list[dict[str, Any]] = []
+    rows: list[list[Any]] = []
+    status = EXIT_OK
+    for path in files:
+        try:
+            doc = load_file(path)
+            cfg, facts, file_settings = prepare(doc, settings, overrides, cli_cluster)
+            mem, _, _ = memory_settings(file_settings.memory, "memory settings")
+            est = run_estimate(cfg, facts, mem)
+        except InputError as exc:
+            print(f"{path}: error: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        except NotBridgeConfig as exc:
+            print(f"{path}: error: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        except MemoryInputError as exc:
+            print(
+                f"{path}: error: cannot estimate memory: {exc} (pass --model or the value as "
+                "an override)",
+                file=sys.stderr,
+            )
+            status = EXIT_USAGE
+            continue
+        from moe_lint.memcheck import config_values
+
+        plain = {name: fact.value for name, fact in facts.values.items()}
+        found = levers(config_values(cfg), plain, mem, est.capacity_gib)
+        gpu = file_settings.gpu
+        payload.append(memreport.to_json(path, est, found, gpu))
+        rows += memreport.text_rows(path, est, found, gpu, ns.verbose)
+        rows.append([("", None)])
+        if est.fits is False and status == EXIT_OK:
+            status = EXIT_FINDINGS
+    if ns.format == "json":
+        sys.stdout.write(memreport.dumps(payload))
+    elif rows:
+        if _use_color(sys.stdout, ns.color):
+            report.render_rich(rows, sys.stdout)
+        else:
+            sys.stdout.write(report.render_plain(rows))
+    return status
+
+
+def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:
+    cluster = {
+        k: v
+        for k, v in (
+            ("gpus", ns.gpus),
+            ("nodes", ns.nodes),
+            ("gpus-per-node", ns.gpus_per_node),
+            ("gpu", ns.gpu),
+            ("model", ns.model),
+            ("megatron-core", ns.megatron_core),
+            ("transformer-engine", ns.transformer_engine),
+            ("bridge", ns.bridge),
+        )
+        if v is not None
+    }
+    if cluster:
+        from moe_lint.settings import Settings, apply_cluster
+
+        apply_cluster(Settings(), cluster, "command line")  # validate once, up front
+    return cluster
 
 
 def _as_input_error(result: Any) -> Any:

@@ -10,6 +10,7 @@ rules that read it are skipped, so one root cause gives one finding.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +43,23 @@ class Facts:
 
     values: dict[str, Fact] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
+    #: Expensive facts (the memory model) computed on first use: name -> loader.
+    lazy: dict[str, Callable[[], None]] = field(default_factory=dict)
 
     def put(self, name: str, value: Any, derivation: str) -> None:
         self.values[name] = Fact(value, derivation)
 
     def miss(self, name: str, reason: str) -> None:
         self.missing[name] = reason
+
+    def resolve(self, name: str) -> None:
+        """Run the loader behind ``name`` once, if it is lazy and not loaded yet."""
+        loader = self.lazy.get(name)
+        if loader is None:
+            return
+        for key in [k for k, v in self.lazy.items() if v is loader]:
+            del self.lazy[key]
+        loader()
 
 
 def pow2_round(x: float) -> int:

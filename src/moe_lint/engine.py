@@ -20,7 +20,8 @@ from moe_lint.normalize import Config
 _SHOWN_FACTS = (
     "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
     "tokens_per_tp_cp_rank", "tokens_per_rank", "dispatch_group", "cp_target",
-    "experts_per_rank", "vpp_stages",
+    "experts_per_rank", "vpp_stages", "mem_peak_gib", "mem_usable_gib", "mem_error_gib",
+    "edp2_saving_gib",
 )  # fmt: skip
 
 
@@ -88,6 +89,7 @@ class Evaluator:
 
     def _fact(self, name: str, default: Any = None) -> Any:
         """A derived fact, or ``default`` when it cannot be computed for this file."""
+        self.ctx.facts.resolve(name)
         fact = self.ctx.facts.values.get(name)
         return default if fact is None or fact.value is None else fact.value
 
@@ -103,6 +105,7 @@ class Evaluator:
         if name in self.locals:
             return self.locals[name]
         facts = self.ctx.facts
+        facts.resolve(name)
         fact = facts.values.get(name)
         if fact is not None:
             return fact.value
@@ -122,6 +125,7 @@ class Evaluator:
             return getattr(self.base[section], attr)
         if name in self.locals:
             return self.locals[name]
+        self.ctx.facts.resolve(name)
         fact = self.ctx.facts.values.get(name)
         if fact is not None:
             return fact.value

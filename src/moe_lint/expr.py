@@ -76,6 +76,9 @@ FACT_NAMES = frozenset(
         "gpu_mxfp8", "gpu_nvfp4", "dispatch_group", "tokens_per_rank", "layout_error",
         "layout_stages", "layout_layers", "layout_mtp", "layout_problems", "stage_layers",
         "stage_split_error", "mcore_version", "te_version", "bridge_version",
+        "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
+        "mem_stage",
+        "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
     }
 )  # fmt: skip
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from moe_lint.catalogue import Catalogue, Rule
-from moe_lint.derive import Cluster, derive
+from moe_lint.derive import Cluster, Facts, derive
 from moe_lint.engine import Context, run_rules
 from moe_lint.errors import InputError, UsageError
 from moe_lint.findings import Finding
 from moe_lint.load import Document, load_file, parse_text
-from moe_lint.normalize import NotBridgeConfig, normalize
+from moe_lint.normalize import Config, NotBridgeConfig, normalize
 from moe_lint.overrides import Override
 from moe_lint.settings import (
     Settings,
@@ -76,6 +76,28 @@ def _resolve(catalogue: Catalogue, selector: str) -> list[Rule]:
     return rules
 
 
+def prepare(
+    doc: Document, settings: Settings, overrides: list[Override], cli_cluster: dict[str, object]
+) -> tuple[Config, Facts, Settings]:
+    """Settings for the file, the normalized config and its derived facts (raises
+    NotBridgeConfig for YAML that is not a Bridge config)."""
+    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster)
+    preset = preset_fields(file_settings.model) if file_settings.model else None
+    cfg = normalize(doc, overrides, preset, file_settings.model)
+    cluster = Cluster(
+        gpus=file_settings.world(),
+        gpus_per_node=file_settings.gpus_per_node,
+        gpu=file_settings.gpu,
+        gpu_spec=gpu_catalogue()[file_settings.gpu] if file_settings.gpu else None,
+        versions=dict(file_settings.versions),
+    )
+    facts = derive(cfg, cluster)
+    from moe_lint.memcheck import attach
+
+    attach(facts, cfg, file_settings.memory)
+    return cfg, facts, file_settings
+
+
 def lint_document(
     doc: Document,
     catalogue: Catalogue,
@@ -85,21 +107,11 @@ def lint_document(
 ) -> FileResult:
     """Lint an already-loaded document."""
     result = FileResult(doc.path, doc=doc)
-    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster)
-    preset = preset_fields(file_settings.model) if file_settings.model else None
     try:
-        cfg = normalize(doc, overrides, preset, file_settings.model)
+        cfg, facts, file_settings = prepare(doc, settings, overrides, cli_cluster)
     except NotBridgeConfig as exc:
         result.notice = str(exc)
         return result
-    cluster = Cluster(
-        gpus=file_settings.world(),
-        gpus_per_node=file_settings.gpus_per_node,
-        gpu=file_settings.gpu,
-        gpu_spec=gpu_catalogue()[file_settings.gpu] if file_settings.gpu else None,
-        versions=dict(file_settings.versions),
-    )
-    facts = derive(cfg, cluster)
     selected = select_rules(catalogue, file_settings, doc.path)
     ctx = Context(cfg, facts, file_settings)
     main_rules = [r for r in selected if r.check not in POST_CHECKS]

@@ -51,6 +51,8 @@ class Settings:
     per_file: dict[str, dict[str, Any]] = field(default_factory=dict)
     fail_on: str = "error"
     rules: list[str] = field(default_factory=list)
+    #: Raw memory-model settings ([tool.moe-lint.memory], --memory NAME=VALUE).
+    memory: dict[str, Any] = field(default_factory=dict)
     #: Where pyproject.toml was found (globs and pack paths are relative to it).
     base_dir: Path | None = None
 
@@ -146,7 +148,7 @@ def find_pyproject(start: Path) -> Path | None:
 _PYPROJECT_KEYS = {
     "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
     "per-file-ignores", "per-file", "fail-on", "rules", "format", "megatron-core",
-    "transformer-engine", "bridge",
+    "transformer-engine", "bridge", "memory",
 }  # fmt: skip
 
 
@@ -203,6 +205,13 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     if fail_on not in ("error", "warning", "info"):
         raise UsageError(f"{where}: fail-on must be error, warning or info")
     settings.fail_on = fail_on
+    memory = table.get("memory", {})
+    if not isinstance(memory, dict):
+        raise UsageError(f"{where}: memory must be a table of memory-model settings")
+    from moe_lint.memcheck import memory_settings
+
+    memory_settings(memory, f"{where} memory")  # validate now
+    settings.memory = dict(memory)
     fmt = table.get("format")
     return settings, (str(fmt) if fmt is not None else None)
 

@@ -1,0 +1,200 @@
+"""Memory facts for the rules, computed lazily from the memory model (memory.py).
+
+The estimate (and the levers, which re-run it for each candidate change) only runs when a rule
+reads one of these facts, so files without an architecture or a GPU type pay nothing. When the
+model cannot be built (no preset, no sequence length, no --gpu), the facts are missing and the
+memory rules skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from moe_lint.derive import Facts
+from moe_lint.errors import UsageError
+from moe_lint.normalize import Config
+
+#: Facts this module provides (see docs/adding-rules.md).
+MEMORY_FACTS = (
+    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
+    "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
+)  # fmt: skip
+#: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
+#: memory. error-margin: report an error only when the peak exceeds usable memory by more than
+#: the model's uncertainty (it over-predicts the measured runs by +0.5 to +4.4%, and its
+#: long-context terms have no published measurement to check them; docs/memory-validation.md).
+DEFAULT_WARN_FRACTION = 0.05
+DEFAULT_ERROR_MARGIN = 0.10
+
+
+def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]:
+    """Validate ``[tool.moe-lint.memory]`` / ``--memory`` values.
+
+    Returns (MemorySettings, warn fraction, error margin).
+    """
+    from moe_lint.memory import MemorySettings
+
+    known = {f.name: f.type for f in fields(MemorySettings)}
+    values: dict[str, Any] = {}
+    warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name == "warn_headroom":
+            warn = _number(value, key, where)
+            continue
+        if name == "error_margin":
+            margin = _number(value, key, where)
+            continue
+        if name not in known:
+            raise UsageError(f"{where}: unknown memory setting {key!r} (known: warn-headroom, "
+                             f"error-margin, {', '.join(sorted(known))})")  # fmt: skip
+        if name == "flash_attention":
+            values[name] = str(value).lower() in ("1", "true", "yes")
+        else:
+            values[name] = _number(value, key, where)
+    return MemorySettings(**values), warn, margin
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{where}: memory setting {key} must be a number, got {value!r}") from None
+    if number < 0:
+        raise UsageError(f"{where}: memory setting {key} must not be negative")
+    return number
+
+
+def _plain(facts: Facts) -> dict[str, Any]:
+    return {name: fact.value for name, fact in facts.values.items()}
+
+
+def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
+    """Register the lazy loader of every memory fact (nothing is imported until one is read)."""
+
+    def load() -> None:
+        settings, warn_fraction, margin = memory_settings(raw_settings, "memory settings")
+        _load(facts, cfg, settings, warn_fraction, margin)
+
+    for name in MEMORY_FACTS:
+        facts.lazy[name] = load
+
+
+#: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the
+#: MCore defaults would make the estimate far too pessimistic (no optimizer sharding at all).
+RECIPE_ASSUMPTIONS = {
+    "ddp.use_distributed_optimizer": True,
+    "optimizer.use_distributed_optimizer": True,
+}
+
+
+def config_values(cfg: Config) -> dict[str, Any]:
+    """Effective values for the memory model, recipe settings filled where the file is silent."""
+    from moe_lint.memory import values_from_config
+
+    values = values_from_config(cfg)
+    if cfg.form != "full-dump":
+        for dotted, value in RECIPE_ASSUMPTIONS.items():
+            if not any(cfg.explicit(d) for d in RECIPE_ASSUMPTIONS):
+                values[dotted] = value
+    return values
+
+
+def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
+    """The memory estimate for a config (raises MemoryInputError when it cannot be built)."""
+    from moe_lint.memory import estimate
+
+    capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+    return estimate(config_values(cfg), _plain(facts), settings, capacity)
+
+
+def _load(facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float) -> None:
+    from moe_lint.memory import MemoryInputError, estimate, levers
+
+    try:
+        values = config_values(cfg)
+        plain = _plain(facts)
+        capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+        est = estimate(values, plain, settings, capacity)
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
+        for name in MEMORY_FACTS:
+            facts.miss(name, f"memory model: {exc}")
+        return
+    worst = est.worst
+    top = sorted(worst.terms, key=lambda t: t.gib, reverse=True)[:3]
+    top_text = ", ".join(f"{t.name} {t.gib:.1f} GiB" for t in top)
+    facts.put("mem_peak_gib", worst.total_gib,
+              f"peak of PP stage {worst.stage} = {worst.total_gib:.1f} GiB "
+              f"({worst.peak_phase}; largest: {top_text})")  # fmt: skip
+    facts.put("mem_stage", worst.stage, f"worst pipeline stage {worst.stage}")
+    facts.put("mem_top_terms", top_text, "largest terms of the worst stage")
+    if est.usable_gib is None:
+        for name in (
+            "mem_usable_gib",
+            "mem_headroom_gib",
+            "mem_warn_gib",
+            "mem_error_gib",
+            "selective_fits",
+        ):
+            facts.miss(name, "no --gpu given: GPU memory unknown")
+    else:
+        usable = est.usable_gib
+        facts.put("mem_usable_gib", usable,
+                  f"usable = {est.capacity_gib:.1f} GiB ({facts.values['gpu_name'].value}) "
+                  f"- headroom {settings.headroom_gib:g} GiB = {usable:.1f} GiB")  # fmt: skip
+        facts.put("mem_headroom_gib", usable - worst.total_gib,
+                  f"headroom = {usable:.1f} - {worst.total_gib:.1f} = "
+                  f"{usable - worst.total_gib:.1f} GiB")  # fmt: skip
+        facts.put(
+            "mem_warn_gib",
+            usable * (1 - warn_fraction),
+            f"warn above {100 * (1 - warn_fraction):g}% of usable memory",
+        )
+        facts.put(
+            "mem_error_gib",
+            usable * (1 + margin),
+            f"error above usable + {100 * margin:g}% model uncertainty = "
+            f"{usable * (1 + margin):.1f} GiB",
+        )
+        facts.put("selective_fits", _selective_fits(values, plain, settings, est), "")
+    try:
+        found = levers(values, plain, settings, est.capacity_gib)[:3]
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        found = []
+    text = "; ".join(f"{lv.name}: {lv.delta_gib:+.1f} GiB ({lv.requires})" for lv in found)
+    facts.put("mem_levers", text or "no single change found", "levers re-run the model")
+    edp = plain.get("edp")
+    if edp == 1 and (plain.get("ep") or 1) > 1 and "world" in plain:
+        doubled = {**plain, "edp": 2, "world": 2 * plain["world"], "dp": 2 * (plain.get("dp") or 1)}
+        try:
+            saving = worst.total_gib - estimate(values, doubled, settings, capacity).worst.total_gib
+        except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            facts.miss("edp2_saving_gib", "memory model could not re-run at EDP 2")
+        else:
+            facts.put(
+                "edp2_saving_gib",
+                saving,
+                f"EDP 1 -> 2 lowers the worst stage by {saving:.1f} GiB (memory model)",
+            )
+    else:
+        facts.miss("edp2_saving_gib", "EDP is not 1")
+
+
+def _selective_fits(values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any) -> bool:
+    """Would selective recompute of the usual small modules fit where full recompute does?"""
+    from moe_lint.memory import MemoryInputError, estimate
+
+    if values.get("model.recompute_granularity") != "full":
+        return True
+    modules = ["layernorm", "moe_act", "mlp"]
+    if values.get("model.multi_latent_attention"):
+        modules.insert(0, "mla_up_proj")
+    trial_values = {**values, "model.recompute_granularity": "selective",
+                    "model.recompute_modules": modules, "model.recompute_method": None,
+                    "model.recompute_num_layers": None}  # fmt: skip
+    try:
+        trial = estimate(trial_values, plain, settings, est.capacity_gib)
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        return True
+    return bool(trial.fits) if trial.fits is not None else True

@@ -1,0 +1,106 @@
+"""`moe-lint estimate` and the memory rules wired into `moe-lint check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from moe_lint.cli import main
+
+DSV3 = REPO / "examples" / "dsv3_128k_h100.yaml"
+QWEN = REPO / "examples" / "qwen3_235b_128k_gb200.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_estimate_json_per_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "estimate", str(DSV3), "--format", "json")
+    (report,) = json.loads(out)
+    assert code == 0 and report["fits"] is True
+    assert len(report["stages"]) == 8  # PP = 8
+    assert report["usable_gib"] == pytest.approx(79.19, abs=0.01)
+    worst = max(report["stages"], key=lambda s: s["total_gib"])
+    assert worst["stage"] == report["worst_stage"]
+    for stage in report["stages"]:
+        total = sum(
+            t["gib"]
+            for t in stage["terms"]
+            if t["kind"] != "step" or stage["peak_phase"] != "forward/backward"
+        )
+        names = {t["name"] for t in stage["terms"]}
+        assert {"weights", "gradients", "activations", "CUDA context"} <= names
+        assert all(t["derivation"] for t in stage["terms"])
+        assert total >= stage["allocated_gib"] - 0.01
+    assert report["levers"] and report["levers"][0]["delta_gib"] < 0
+    assert report["assumptions"]
+
+
+def test_estimate_text_has_bars_verdict_levers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "estimate", str(DSV3))
+    assert code == 0
+    assert "PP stage 7" in out and "█" in out
+    assert "Worst stage 7: 73.4 of 79.2 GiB usable -> fits" in out
+    assert "Levers (each re-runs the model):" in out and "CP ×2" in out
+
+
+def test_estimate_over_capacity_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "estimate", str(DSV3), "model.context_parallel_size=8", "--gpus", "64"
+    )
+    assert code == 1 and "does NOT fit" in out
+
+
+def test_estimate_needs_architecture(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "override.yaml"
+    path.write_text("model:\n  context_parallel_size: 8\n")
+    code, _, err = run(capsys, "estimate", str(path), "--gpu", "h100")
+    assert code == 2 and err.count("\n") == 1 and "cannot estimate memory" in err
+
+
+def test_memory_settings_change_the_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    _, base, _ = run(capsys, "estimate", str(QWEN), "--format", "json")
+    _, skewed, _ = run(
+        capsys, "estimate", str(QWEN), "--format", "json", "--memory", "routing_imbalance=2.0"
+    )
+    assert json.loads(skewed)[0]["worst_total_gib"] > json.loads(base)[0]["worst_total_gib"] + 10
+    code, _, err = run(capsys, "estimate", str(QWEN), "--memory", "imbalance=2")
+    assert code == 2 and "unknown memory setting" in err
+
+
+def test_check_reports_memory_with_levers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        str(DSV3),
+        "model.context_parallel_size=8",
+        "--format",
+        "json",
+        "--select",
+        "MEM,PAR005",
+    )
+    findings = {f["code"]: f for f in json.loads(out)}
+    assert code == 1
+    mem = findings["MEM001"]
+    assert "levers, biggest first:" in mem["fix"] and mem["fix"].count("GiB") >= 3
+    assert "peak of PP stage" in mem["derivation"]
+    assert "EDP = 2 would save about" in findings["PAR005"]["message"]
+
+
+def test_pyproject_memory_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.moe-lint.memory]\nwarn-headroom = 0.2\nrouting_imbalance = 1.0\n"
+    )
+    (tmp_path / "dsv3.yaml").write_text(DSV3.read_text())
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = run(capsys, "dsv3.yaml", "--format", "json", "--select", "MEM")
+    assert [f["code"] for f in json.loads(out)] == ["MEM002"]  # 73 GiB is within 20% of 79
+    (tmp_path / "pyproject.toml").write_text("[tool.moe-lint.memory]\nwarn = 1\n")
+    assert run(capsys, "dsv3.yaml")[0] == 2
