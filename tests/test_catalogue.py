@@ -128,3 +128,21 @@ def test_entry_point_plugin_adds_pack_and_check(
     result = run_lint(catalogue, "model:\n  tensor_model_parallel_size: 8\n", ["FAK001"])
     assert [(f.code, f.line, f.message) for f in result.findings] == [("FAK001", 2, "TP 8")]
     sys.modules.pop("moe_lint_fakeplugin", None)
+
+
+@pytest.mark.parametrize(
+    "when", ["2 ** 99999999 > 1", "len('ab' * 10000000) > 1", "len([1] * 10000000) > 0"]
+)
+def test_expressions_cannot_exhaust_resources(
+    tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MOE_LINT_STRICT", raising=False)
+    catalogue = load_catalogue([pack(tmp_path, when=when)], plugins=False)
+    result = run_lint(catalogue, "model:\n  context_parallel_size: 16\n", ["XTR001"])
+    assert result.error is None and result.findings == []  # refused, rule skipped
+
+
+@pytest.mark.parametrize("when", ["(x := 1)", "f'{cp}'", "[*[1]]", "cp if True else 1 and await x"])
+def test_syntax_outside_the_whitelist_is_rejected(tmp_path: Path, when: str) -> None:
+    with pytest.raises(RulePackError):
+        load_pack(pack(tmp_path, when=when), {})

@@ -327,6 +327,18 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
                 checks[str(check_name)] = check
             pack_paths.extend(Path(p) for p in provided.get("packs") or ())
     pack_paths.extend(Path(p) for p in extra_packs)
+    from moe_lint import rulecache
+
+    key = rulecache.cache_key(pack_paths, sorted(checks))
+    rules = rulecache.load(key)
+    if rules is None:
+        rules = _compile_packs(pack_paths, checks)
+        rulecache.store(key, rules)
+    return Catalogue(rules, {r.code: r for r in rules}, {r.name: r for r in rules}, checks)
+
+
+def _compile_packs(pack_paths: list[Path], checks: dict[str, PythonCheck]) -> list[Rule]:
+    """Load and validate every pack; codes and names must be unique across packs."""
     rules: list[Rule] = []
     by_code: dict[str, Rule] = {}
     by_name: dict[str, Rule] = {}
@@ -340,4 +352,4 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
             by_name[rule.name] = rule
             rules.append(rule)
     rules.sort(key=lambda r: r.code)
-    return Catalogue(rules, by_code, by_name, checks)
+    return rules

@@ -53,16 +53,40 @@ class Context:
     catalogue: Any = None
 
 
+class _Namespace(dict[str, Any]):
+    """Globals of a compiled expression: functions and sections stored, the rest looked up.
+
+    A name that is not stored is a rule's ``let`` value or a violation parameter (``locals``),
+    else a derived fact (resolved lazily, then cached here), else NotDerivable: the rule does
+    not apply to this file.
+    """
+
+    def __init__(self, facts: Facts, base: dict[str, Any]) -> None:
+        super().__init__(base)
+        self.facts = facts
+        self.locals: dict[str, Any] = {}
+
+    def __missing__(self, name: str) -> Any:
+        if name in self.locals:
+            return self.locals[name]
+        facts = self.facts
+        facts.resolve(name)
+        fact = facts.values.get(name)
+        if fact is not None:
+            self[name] = fact.value
+            return fact.value
+        raise NotDerivable(name, facts.missing.get(name, "not available"))
+
+
 class Evaluator:
     """Evaluates compiled rule expressions against one config's facts and sections."""
 
     def __init__(self, ctx: Context) -> None:
-        from simpleeval import EvalWithCompoundTypes
+        from moe_lint.expr import BASE_NAMESPACE
 
         self.ctx = ctx
         cfg = ctx.config
         self.base: dict[str, Any] = {name: SectionView(cfg, name) for name in SECTION_NAMES}
-        self.locals: dict[str, Any] = {}
         functions = dict(FUNCTIONS)
         functions["explicit"] = cfg.explicit
         # In a full dump every field is written down; in an override file only what it sets.
@@ -74,7 +98,16 @@ class Evaluator:
         functions["fact"] = self._fact
         functions["version_below"] = self._version_below
         functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
-        self.engine = EvalWithCompoundTypes(functions=functions, names=self._name)
+        self.namespace = _Namespace(ctx.facts, {**BASE_NAMESPACE, **functions, **self.base})
+
+    @property
+    def locals(self) -> dict[str, Any]:
+        """The current rule's ``let`` values and violation parameters."""
+        return self.namespace.locals
+
+    @locals.setter
+    def locals(self, values: dict[str, Any]) -> None:
+        self.namespace.locals = values
 
     def _version_below(self, package: str, text: str) -> bool:
         """True only when the user said they run a version older than ``text``."""
@@ -100,23 +133,8 @@ class Evaluator:
         result = cfg.get(dotted, default)
         return default if result is None else result
 
-    def _name(self, node: Any) -> Any:
-        name = node.id
-        if name in self.locals:
-            return self.locals[name]
-        facts = self.ctx.facts
-        facts.resolve(name)
-        fact = facts.values.get(name)
-        if fact is not None:
-            return fact.value
-        if name in facts.missing:
-            raise NotDerivable(name, facts.missing[name])
-        if name in self.base:
-            return self.base[name]
-        raise NotDerivable(name, "not available")
-
     def eval(self, compiled: Any) -> Any:
-        return self.engine.eval(compiled.text, previously_parsed=compiled.tree)
+        return eval(compiled.code, self.namespace)  # noqa: S307 - checked at load (expr.py)
 
     def lookup(self, name: str) -> Any:
         """Resolve a template placeholder (a name or ``section.field``)."""

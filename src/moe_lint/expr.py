@@ -1,11 +1,19 @@
 """The safe expression language of rule packs.
 
-Conditions, ``let`` values and fix values are Python-syntax expressions evaluated by
-``simpleeval`` (a maintained sandboxed evaluator: no imports, no dunder/underscore attribute
-access, no calls except whitelisted functions). On top of its sandbox we check every name and
-every ``section.field`` reference when a pack is *loaded*, so a typo in a rule fails loudly at
-load time instead of silently never firing, and we keep the parsed AST so each expression is
-parsed once per process, not once per file.
+Conditions, ``let`` values and fix values are Python-syntax expressions. When a pack is loaded
+each expression is parsed and checked against a whitelist: only the node types listed in
+``_ALLOWED_NODES`` (arithmetic, comparisons, boolean logic, conditional expressions, literals,
+subscripts and comprehensions), names that are derived facts, ``let`` values or whitelisted
+functions, attribute access only as ``section.field`` on a known field, calls only to
+whitelisted functions, and nothing that starts with an underscore. ``**`` and ``*`` are
+rewritten to bounded helpers so a pack cannot ask for a 10**10**10 or a gigabyte string.
+The checked tree is then compiled to a code object and evaluated with no builtins.
+
+Why not simpleeval (which the first version used): it walks the AST in Python on every
+evaluation, about 100× slower than the compiled form, and with ~200 rules that was most of the
+time of a lint; the whitelist above is at least as strict as its sandbox (no imports, no
+dunders, no attribute access beyond section fields, no calls beyond the whitelist), and it runs
+once, when the pack loads, so a typo in a rule fails loudly instead of silently never firing.
 
 Templates (messages, fix titles) use ``{name}`` / ``{name:spec}`` / ``{section.field}``
 placeholders only: no indexing, no attribute chains beyond one section field.
@@ -85,12 +93,53 @@ FACT_NAMES = frozenset(
 
 @dataclass(frozen=True)
 class Compiled:
-    """An expression parsed and name-checked once."""
+    """An expression parsed, checked and compiled once."""
 
     text: str
-    #: The expression node itself (simpleeval dispatches on node type).
-    tree: ast.expr
+    code: Any  # a code object (types.CodeType), evaluated with no builtins
     names: frozenset[str]
+
+
+#: AST node types an expression may contain (everything else is rejected at load time).
+_ALLOWED_NODES: tuple[type, ...] = (
+    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.BinOp, ast.UnaryOp, ast.Not, ast.USub,
+    ast.UAdd, ast.Invert, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In,
+    ast.NotIn, ast.IfExp, ast.Call, ast.keyword, ast.Name, ast.Load, ast.Store, ast.Attribute,
+    ast.Subscript, ast.Slice, ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set,
+    ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.comprehension,
+)  # fmt: skip
+MAX_POWER = 10_000
+MAX_SIZE = 1_000_000
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(b, int | float) and abs(b) > MAX_POWER:
+        raise ValueError(f"exponent {b} is too large")
+    return a**b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    for seq, n in ((a, b), (b, a)):
+        if isinstance(seq, str | list | tuple) and isinstance(n, int) and len(seq) * n > MAX_SIZE:
+            raise ValueError("sequence repetition is too large")
+    return a * b
+
+
+class _Bounded(ast.NodeTransformer):
+    """Route ``**`` and ``*`` through the bounded helpers."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        helper = {ast.Pow: "_pow", ast.Mult: "_mul"}.get(type(node.op))
+        if helper is None:
+            return node
+        call = ast.Call(ast.Name(helper, ast.Load()), [node.left, node.right], [])
+        return ast.copy_location(call, node)
+
+
+#: Names every namespace provides: the bounded helpers and an empty builtins table.
+BASE_NAMESPACE: dict[str, Any] = {"__builtins__": {}, "_pow": _pow, "_mul": _mul}
 
 
 def _fail(where: str, text: str, problem: str) -> RulePackError:
@@ -112,6 +161,10 @@ def compile_expr(
         raise _fail(where, text, f"syntax error ({exc.msg})") from None
     bound: set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            raise _fail(where, text, "lambda is not allowed")
+        if not isinstance(node, _ALLOWED_NODES):
+            raise _fail(where, text, f"{type(node).__name__} is not allowed")
         if isinstance(node, ast.comprehension):
             for target in ast.walk(node.target):
                 if isinstance(target, ast.Name):
@@ -140,7 +193,9 @@ def compile_expr(
                 func.id not in FUNCTIONS and func.id not in CONFIG_FUNCTIONS
             ):
                 raise _fail(where, text, "only whitelisted functions may be called")
-    return Compiled(text.strip(), tree.body, frozenset(used))
+    bounded = ast.fix_missing_locations(_Bounded().visit(tree))
+    code = compile(bounded, f"<rule {where}>", "eval")
+    return Compiled(text.strip(), code, frozenset(used))
 
 
 #: Config sections expressions may read as ``section.field``.

@@ -18,7 +18,7 @@ from typing import Any
 from moe_lint.errors import InputError
 from moe_lint.load import ConfigPath, Document, format_path
 from moe_lint.overrides import Override, apply_overrides
-from moe_lint.schema import SECTIONS, is_recipe_field
+from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 
 #: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
 CONTAINER_SECTIONS = frozenset(
@@ -173,8 +173,17 @@ def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> di
 
 
 def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
-    """Type one section; drop (and record) values Bridge would reject."""
+    """Type one section; drop (and record) values Bridge would reject.
+
+    Exactly-typed sections take the pydantic-free fast path (fastschema); anything else goes
+    through the pydantic models of schema.py, which coerce or explain it.
+    """
+    fast = fast_validate(name, section)
+    if fast is not None:
+        return fast
     from pydantic import ValidationError
+
+    from moe_lint.schema import SECTIONS
 
     model = SECTIONS[name]
     data = {k: v for k, v in section.items() if k in model.model_fields}
@@ -227,7 +236,7 @@ def normalize(
             cfg.override_text[format_path(ov.path)] = ov.text
     override_paths = {format_path(ov.path) for ov in overrides if not ov.delete}
 
-    for name in SECTIONS:
+    for name in sections():
         section = raw.get(name)
         if name == "mixed_precision" and isinstance(section, str):
             continue
