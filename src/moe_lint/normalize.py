@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_lint.errors import InputError
+from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
 from moe_lint.overrides import Override, apply_overrides
-from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 
 #: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
 CONTAINER_SECTIONS = frozenset(

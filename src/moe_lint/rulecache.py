@@ -70,7 +70,8 @@ def load(key: str | None) -> list[Any] | None:
         return None
     try:
         with (folder / f"catalogue-{key}.pickle").open("rb") as handle:
-            rules = pickle.load(handle)  # noqa: S301 - our own cache folder, our own data
+            # Our own cache folder and our own data (a writer there already owns the user).
+            rules = pickle.load(handle)
     except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, ValueError):
         return None
     return rules if isinstance(rules, list) else None
