@@ -1,47 +1,67 @@
-"""Cold-process benchmark for ``moe-lint``.
+"""Benchmarks for ``moe-lint``: cold single-file runs, 1,000-config throughput, import profile.
 
 Why: the pre-commit hook starts a fresh ``moe-lint`` process on every commit, so what a user
 feels is the *cold* wall time -- interpreter start, imports, rule-catalogue load and the lint
-itself -- not the throughput of a warm library call. This script measures exactly that:
+-- and, when a commit touches many configs, the throughput of one process over many files.
+Sections (all run by default and with ``--all``; pick some with ``--single/--batch/--profile``):
 
-1. Wall time of ``moe-lint FILE --format concise`` in a new process, launched both as
-   ``python -m moe_lint`` and through the ``moe-lint`` console script, next to three baselines:
-   ``python -c "import yaml"`` (parsing floor), ``python -c "import yaml; from pydantic import
-   BaseModel"`` (the import floor: moe-lint cannot start faster than its two core deps) and
-   ``yamllint FILE`` (what a comparable YAML hook costs). Each command gets 2 warm-up runs (so
-   .pyc caches and the page cache are hot), then ``--runs`` timed runs; the table reports the
-   median, the minimum, and the median's ratio to each baseline.
-2. An import profile of one run (``python -X importtime``): the 15 slowest cumulative imports,
-   and whether ``rich``, ``ruamel`` or ``jsonschema`` are imported on the clean path at all.
+a. Single config, cold process: ``moe-lint FILE`` (the hook's command line) beside
+   ``yamllint FILE`` and the import floor ``python -c "import yaml; from pydantic import
+   BaseModel"``; 2 warm-up runs, then ``--runs`` timed runs each; medians and ratios.
+b. Many configs, one process: ``--configs`` seeded variants of the test corpus (mostly override
+   files, some full dumps) in a temp dir, linted by ONE ``moe-lint --format concise`` process,
+   beside ONE ``yamllint`` process and a pure-parse floor (``yaml.compose`` with CSafeLoader on
+   every file, timed inside the process and as the whole process).
+c. Import profile of a clean run: ``python -X importtime -m moe_lint FILE``.
+d. Peak RSS (``ru_maxrss`` of a wrapper's child) for the single-file and many-config runs.
 
-moe-lint exit codes 0 (clean) and 1 (findings) are normal; 2 or 3 (usage / internal error)
-stop the benchmark, since timing a failure would be meaningless.
+moe-lint exit codes 0 (clean) and 1 (findings) are normal; anything else stops the benchmark,
+since timing a failure would be meaningless. The report is Markdown, ready to paste.
 
-Usage (from the repo root):  python bench/bench.py [--runs 20] [--output FILE] [FILE ...]
-Standard library only; ``yamllint`` is used as a subprocess if it is installed.
+Usage (from the repo root):  python bench/bench.py --all [--runs 20] [--output FILE]
+Standard library only; ``yamllint`` is run as a subprocess when it is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import io
 import os
 import platform
+import random
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import sysconfig
+import tarfile
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests/data/corpus"
 PY = sys.executable
+# Every command runs with bytecode caching on, in a fresh cache that the warm-up runs fill:
+# pip-installed hooks have .pyc files, so a run that recompiles moe_lint's sources (as under
+# PYTHONDONTWRITEBYTECODE=1 with an editable install) would measure the wrong thing.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 WARMUP = 2
-WATCHED = ("rich", "ruamel", "jsonschema")
+FLOOR = [PY, "-c", "import yaml; from pydantic import BaseModel"]
+WATCHED = ("rich", "ruamel", "jsonschema", "pydantic", "simpleeval", "importlib.metadata",
+           "tomllib", "argparse")  # fmt: skip
+TARGETS = {  # name: (target, True when the measured value must be at most the target)
+    "single_floor": (1.25, True),
+    "single_yamllint": (1.3, True),
+    "batch_yamllint": (5.0, False),
+    "batch_parse": (3.0, True),
+}
 
-# (file, extra moe-lint arguments); files that do not exist are skipped with a note.
-DEFAULT_FILES: list[tuple[str, list[str]]] = [
+# (file, extra moe-lint arguments) for section a.
+SINGLE_FILES: list[tuple[str, list[str]]] = [
     (
         "tests/data/corpus/megatron-bridge/examples/recipes/kimi/conf/"
         "kimi_k2_pretrain_override_example.yaml",
@@ -54,6 +74,76 @@ DEFAULT_FILES: list[tuple[str, list[str]]] = [
     ("examples/dsv3_128k_h100.yaml", []),
 ]
 
+# Section c profiles the first of these with no findings (else the one with fewest). The full
+# dumps are NVIDIA's own recipes at their real size, so they should be clean.
+CLEAN_CANDIDATES = [
+    "examples/dsv3_256k_h100.yaml",
+    "examples/dsv3_128k_h100.yaml",
+    "examples/qwen3_235b_128k_gb200.yaml",
+]
+
+# Section b: corpus files that are not Bridge configs, or are intentionally broken (duplicate
+# keys: exit 2), are not used as bases for variants.
+NOT_BASES = {
+    "card.yaml",
+    "gpt_config.yaml",
+    "llama3_70b_llm_pretrain.yaml",
+    "qwen3_235b_a22b_llm_pretrain.yaml",
+    "dsv3_128k_h100_broken.yaml",
+}
+DUMP_SHARE = 0.1  # one config in ten is a full dump, the rest override files
+INT_CHOICES = {
+    "tensor_model_parallel_size": (1, 2, 4, 8),
+    "pipeline_model_parallel_size": (1, 2, 4, 8, 16),
+    "virtual_pipeline_model_parallel_size": (2, 4, 8),
+    "context_parallel_size": (1, 2, 4, 8, 16, 32),
+    "expert_model_parallel_size": (1, 4, 8, 16, 32, 64),
+    "expert_tensor_parallel_size": (1, 2),
+    "micro_batch_size": (1, 2, 4),
+    "global_batch_size": (64, 128, 256, 512, 1024),
+}
+SEQ_CHOICES = (4096, 8192, 16384, 32768, 65536, 131072)
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe_act",
+                     "shared_experts")  # fmt: skip
+EXTRA_KEYS = [  # (section, key, value); skipped when the key is already in the file
+    ("train", "exit_interval", "5000"),
+    ("train", "manual_gc", "true"),
+    ("logger", "log_throughput", "true"),
+    ("model", "moe_router_dtype", "fp32"),
+    ("model", "calculate_per_token_loss", "true"),
+    ("model", "context_paralel_size", "2"),  # a typo, as users make them
+    ("checkpoint", "save_interval", "500"),
+]
+INT_LINE = re.compile(r"^(\s*)([a-z_]+): (\d+)(\s*(?:#.*)?)$")
+RECOMPUTE_LINE = re.compile(r"^(\s*)recompute_modules:(.*)$")
+PARSE_FLOOR = (
+    "import sys, time, yaml\n"
+    "t0 = time.perf_counter()\n"
+    "for p in sys.argv[1:]:\n"
+    "    with open(p, encoding='utf-8') as f:\n"
+    "        yaml.compose(f.read(), Loader=yaml.CSafeLoader)\n"
+    "print(time.perf_counter() - t0)\n"
+)
+# Runs argv[2:] and writes "<seconds> <peak RSS kB>" of that child to argv[1]. Reading
+# RUSAGE_CHILDREN here rather than in the benchmark keeps the benchmark's own pages out of it.
+WRAPPER = (
+    "import resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[2:]).returncode\n"
+    "dt = time.perf_counter() - t0\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(f'{dt} {peak}')\n"
+    "sys.exit(code)\n"
+)
+
+
+# ---------------------------------------------------------------- running commands
+
+
+def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    """Run `cmd` in the repo root, as text, with ENV."""
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, text=True, **kw)
+
 
 def find_script(name: str) -> str | None:
     """The console script installed next to this interpreter, else whatever PATH finds."""
@@ -61,56 +151,289 @@ def find_script(name: str) -> str | None:
     return str(local) if local.is_file() else shutil.which(name)
 
 
+def check(cmd: list[str], proc: subprocess.CompletedProcess, ok: tuple[int, ...]) -> None:
+    if proc.returncode not in ok:
+        shown = " ".join(cmd) if len(cmd) < 20 else " ".join(cmd[:8]) + f" ... ({len(cmd)} args)"
+        sys.exit(f"error: {shown} exited {proc.returncode}\n{proc.stderr[-3000:]}")
+
+
 def run_once(cmd: list[str], ok: tuple[int, ...]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = sh(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - t0
-    if proc.returncode not in ok:
-        sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode}\n{proc.stderr.decode()}")
+    check(cmd, proc, ok)
     return elapsed
 
 
 def time_cmd(cmd: list[str], runs: int, ok: tuple[int, ...] = (0, 1)) -> tuple[float, float]:
-    """(median, min) wall time in milliseconds over `runs` runs after WARMUP warm-up runs."""
+    """(median, min) wall time in ms over `runs` runs after WARMUP warm-up runs."""
     for _ in range(WARMUP):
         run_once(cmd, ok)
     samples = [run_once(cmd, ok) * 1000 for _ in range(runs)]
     return statistics.median(samples), min(samples)
 
 
-def machine() -> list[str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        version = metadata.version("moe-lint")
-    except metadata.PackageNotFoundError:
-        version = "not installed"
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    return [
-        f"- CPU: {cpu}, {os.cpu_count()} logical cores ({usable} usable by this process)",
-        f"- OS: {platform.platform()}",
-        f"- Python: {platform.python_version()} ({PY})",
-        f"- moe-lint: {version}",
+def measure(cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> tuple[float, float, str, int]:
+    """Run `cmd` once under the wrapper: (seconds, peak RSS MiB, stdout, exit code)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
+        proc = sh([PY, "-c", WRAPPER, out.name, *cmd], capture_output=True)
+        check(cmd, proc, ok)
+        seconds, peak_kb = out.read().split()
+    return float(seconds), int(peak_kb) / 1024, proc.stdout, proc.returncode
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×"
+
+
+def verdict(name: str, value: float) -> str:
+    target, at_most = TARGETS[name]
+    met = value <= target if at_most else value >= target
+    return f"{'≤' if at_most else '≥'} {target:g}× | {'yes' if met else '**no**'}"
+
+
+# ---------------------------------------------------------------- a + d. single config
+
+
+def single(files: list[tuple[str, list[str]]], runs: int, moe: str, yamllint: str | None):
+    """Markdown lines, and summary rows, for section a (with d's peak RSS)."""
+    floor = time_cmd(FLOOR, runs, (0,))
+    floor_rss = measure(FLOOR, (0,))[1]
+    just_yaml = time_cmd([PY, "-c", "import yaml"], runs, (0,))
+    out = [
+        f"## a. Single config, cold process ({runs} runs after {WARMUP} warm-up; median ms)",
+        "",
+        f'Import floor `python -c "import yaml; from pydantic import BaseModel"`: '
+        f"**{floor[0]:.1f} ms** (min {floor[1]:.1f}), peak RSS {floor_rss:.1f} MiB. "
+        f'For reference `python -c "import yaml"`: {just_yaml[0]:.1f} ms.',
+        "",
+        "| file | `moe-lint FILE` ms (min) | `yamllint FILE` ms (min) | moe-lint ÷ floor "
+        "| moe-lint ÷ yamllint | moe-lint peak RSS MiB | yamllint peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    to_floor, to_yl = [], []
+    for f, extra in files:
+        name = f"`{Path(f).name}`" + (f" `{' '.join(extra)}`" if extra else "")
+        lint = time_cmd([moe, f, *extra], runs)
+        lint_rss = measure([moe, f, *extra])[1]
+        to_floor.append((lint[0] / floor[0], name))
+        if yamllint:
+            yl = time_cmd([yamllint, f], runs, (0, 1))
+            yl_rss = measure([yamllint, f], (0, 1))[1]
+            to_yl.append((lint[0] / yl[0], name))
+            yl_cells = (
+                f"{yl[0]:.1f} ({yl[1]:.1f}) | {ratio(lint[0], floor[0])} | "
+                f"{ratio(lint[0], yl[0])} | {lint_rss:.1f} | {yl_rss:.1f}"
+            )
+        else:
+            yl_cells = f"– | {ratio(lint[0], floor[0])} | – | {lint_rss:.1f} | –"
+        out.append(f"| {name} | {lint[0]:.1f} ({lint[1]:.1f}) | {yl_cells} |")
+    out += [
+        "",
+        f"`moe-lint` is `{moe}`"
+        + (
+            f"; `yamllint` is `{yamllint}`."
+            if yamllint
+            else "; yamllint is not installed, so its columns are empty."
+        ),
+    ]
+    summary = []
+    for key, label, vals in (
+        ("single_floor", "single config: moe-lint ÷ import floor", to_floor),
+        ("single_yamllint", "single config: moe-lint ÷ yamllint", to_yl),
+    ):
+        if vals:
+            worst, where = max(vals)
+            best = min(v for v, _ in vals)
+            summary.append(
+                f"| {label} (worst file: {where}) | {best:.2f}–{worst:.2f}× | "
+                f"{verdict(key, worst)} |"
+            )
+    return out, summary
 
 
-def import_profile(cmd: list[str], top: int = 15) -> list[str]:
-    """Run `cmd` once under -X importtime; return Markdown lines for the slowest imports."""
-    proc = subprocess.run(
-        [PY, "-X", "importtime", *cmd],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+# ---------------------------------------------------------------- b + d. many configs
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """A plausible edit of a config: other parallel sizes, sequence length, recompute list,
+    extra comments and keys. Text-level, so comments, quoting and key order survive."""
+    seq = rng.choice(SEQ_CHOICES) if rng.random() < 0.5 else None
+    src = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(src):
+        line = src[i]
+        i += 1
+        m = INT_LINE.match(line)
+        r = RECOMPUTE_LINE.match(line)
+        if m and m[2] in INT_CHOICES and rng.random() < 0.5:
+            note = m[4] or (f"  # was {m[3]}" if rng.random() < 0.5 else "")
+            line = f"{m[1]}{m[2]}: {rng.choice(INT_CHOICES[m[2]])}{note}"
+        elif m and m[2] == "seq_length" and seq:
+            line = f"{m[1]}seq_length: {seq}{m[4]}"
+        elif r and rng.random() < 0.5:
+            rest = r[2].split("#")[0].strip()
+            if rest in ("", "null") or (rest.startswith("[") and rest.endswith("]")):
+                while (
+                    rest == ""
+                    and i < len(src)
+                    and src[i].strip().startswith("- ")
+                    and (len(src[i]) - len(src[i].lstrip()) >= len(r[1]))
+                ):
+                    i += 1  # drop the old block-style list items
+                picked = rng.sample(RECOMPUTE_MODULES, rng.randint(1, 4))
+                line = f"{r[1]}recompute_modules: [{', '.join(picked)}]"
+        elif re.match(r"^[a-z_]+:\s*$", line) and rng.random() < 0.2:
+            out.append(f"# {line.rstrip(': ')} settings (variant notes)")
+        elif (
+            re.match(r"^\s*[a-z_]+: [^#|>&*!'\"\[{]+$", line)
+            and not line.rstrip().endswith(",")
+            and rng.random() < 0.03
+        ):
+            line += "  # tuned"
+        out.append(line)
+    for section, key, value in rng.sample(EXTRA_KEYS, rng.randint(0, 2)):
+        if re.search(rf"^\s*{key}\s*:", text, re.M):
+            continue
+        for j, head in enumerate(out[:-1]):
+            h = re.match(rf"^(\s*){section}:\s*$", head)
+            nxt = out[j + 1]
+            indent = len(nxt) - len(nxt.lstrip())
+            if h and indent > len(h[1]) and not nxt.lstrip().startswith(("-", "#")):
+                out.insert(j + 1, f"{' ' * indent}{key}: {value}")
+                break
+    return "\n".join(out) + "\n"
+
+
+def make_variants(n: int, seed: int, dest: Path) -> tuple[list[str], str]:
+    """Write `n` seeded variants of the corpus into `dest`; (paths, Markdown description)."""
+    dumps = sorted((CORPUS / "bridge-full-dumps").glob("*.yaml"))
+    overrides = sorted(
+        p
+        for p in [
+            *(CORPUS / "megatron-bridge").rglob("*.yaml"),
+            *(ROOT / "examples").glob("*.yaml"),
+        ]
+        if p.name not in NOT_BASES
     )
-    if proc.returncode not in (0, 1):
-        sys.exit(f"error: import profile run exited {proc.returncode}\n{proc.stderr}")
+    rng = random.Random(seed)
+    n_dumps = round(n * DUMP_SHARE)
+    bases = [rng.choice(dumps) for _ in range(n_dumps)]
+    bases += [rng.choice(overrides) for _ in range(n - n_dumps)]
+    rng.shuffle(bases)
+    paths, size, lines = [], 0, 0
+    for i, base in enumerate(bases):
+        text = mutate(base.read_text(encoding="utf-8"), rng)
+        header = f"# variant {i} of {base.name} (moe-lint benchmark, seed {seed})\n"
+        g = re.search(r"_(\d+)gpu_([a-z0-9]+)_", base.name)
+        if base.parent.name == "bridge-full-dumps" and g:  # lint dumps at their real size
+            header += f"# moe-lint: gpus={g[1]} gpu={g[2]}\n"
+        path = dest / f"v{i:04d}_{base.name}"
+        path.write_text(header + text, encoding="utf-8")
+        paths.append(str(path))
+        size += len(header) + len(text)
+        lines += (header + text).count("\n")
+    desc = (
+        f"{n} configs (seed {seed}): {n - n_dumps} override files varied from {len(overrides)} "
+        f"corpus/example files, {n_dumps} full Bridge dumps varied from {len(dumps)}; "
+        f"{size / 1e6:.1f} MB, {lines:,} lines in all."
+    )
+    return paths, desc
+
+
+def batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None):
+    """Markdown lines, and summary rows, for section b (with d's peak RSS)."""
+    with tempfile.TemporaryDirectory(prefix="moe-lint-bench-") as tmp:
+        paths, desc = make_variants(n, seed, Path(tmp))
+        floor = "parse floor: `yaml.compose(text, Loader=yaml.CSafeLoader)` per file, one process"
+        cmds = [("moe-lint", f"`moe-lint --format concise <{n} files>`",
+                 [moe, "--format", "concise", *paths])]  # fmt: skip
+        if yamllint:
+            cmds.append(("yamllint", f"`yamllint <{n} files>`", [yamllint, *paths]))
+        cmds.append(("parse", floor, [PY, "-c", PARSE_FLOOR, *paths]))
+        # Files were just written, so the page cache is warm; .pyc caches are warmed by a.
+        res: dict[str, tuple[float, float, str, int]] = {}
+        loop: list[float] = []
+        for key, _, cmd in cmds:
+            samples = [measure(cmd, (0,) if key == "parse" else (0, 1)) for _ in range(runs)]
+            if key == "parse":
+                loop = [float(s[2].strip()) for s in samples]
+            res[key] = sorted(samples, key=lambda s: s[0])[len(samples) // 2]  # median run
+    med_loop = statistics.median(loop)
+    rate = {k: n / v[0] for k, v in res.items()}
+    rate["loop"] = n / med_loop
+    out = [
+        f"## b. {n:,} configs in one process (median of {runs} runs)",
+        "",
+        desc,
+        "",
+        "| command | wall s | configs/s | peak RSS MiB | exit code |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for key, label, _ in cmds:
+        sec, rss, _, code = res[key]
+        out.append(f"| {label} | {sec:.2f} | {rate[key]:,.0f} | {rss:.1f} | {code} |")
+        if key == "parse":
+            out.append(
+                f"| parse floor, the loop alone (timed inside the process) | "
+                f"{med_loop:.2f} | {rate['loop']:,.0f} | – | – |"
+            )
+    findings = res["moe-lint"][2].count("\n")
+    out += [
+        "",
+        f"moe-lint reported {findings:,} findings over the {n:,} files "
+        f"({findings / n:.1f} per file).",
+    ]
+    summary = []
+    if yamllint:
+        v = rate["moe-lint"] / rate["yamllint"]
+        summary.append(
+            f"| {n:,} configs: moe-lint ÷ yamllint throughput | {v:.2f}× | "
+            f"{verdict('batch_yamllint', v)} |"
+        )
+    for key, label in (("loop", "loop only"), ("parse", "whole process")):
+        v = rate[key] / rate["moe-lint"]
+        summary.append(
+            f"| {n:,} configs: parse floor ({label}) ÷ moe-lint throughput | "
+            f"{v:.2f}× | {verdict('batch_parse', v)} |"
+        )
+    return out, summary
+
+
+# ---------------------------------------------------------------- c. import profile
+
+
+def pick_clean(moe: str) -> tuple[str, list[str], list[str]]:
+    """The first candidate with no findings, else the one with the fewest: (file, args, notes
+    on the candidates tried)."""
+    candidates = [(f, []) for f in CLEAN_CANDIDATES]
+    for dump in sorted((CORPUS / "bridge-full-dumps").glob("*.yaml")):
+        g = re.search(r"_(\d+)gpu_([a-z0-9]+)_", dump.name)
+        if g:
+            candidates.append((str(dump.relative_to(ROOT)), ["--gpus", g[1], "--gpu", g[2]]))
+    best, notes = None, []
+    for f, extra in candidates:
+        if not (ROOT / f).is_file():
+            continue
+        proc = sh([moe, "--format", "concise", f, *extra], capture_output=True)
+        check([moe, f], proc, (0, 1))
+        n = len(proc.stdout.splitlines())  # concise: one line per finding
+        notes.append(f"`{' '.join([Path(f).name, *extra])}`: {n} finding{'s' * (n != 1)}")
+        if best is None or n < best[2]:
+            best = (f, extra, n)
+        if n == 0:
+            break
+    if best is None:
+        sys.exit("error: no candidate file for the import profile")
+    return best[0], best[1], notes
+
+
+def import_profile(moe: str, top: int = 15) -> list[str]:
+    f, extra, notes = pick_clean(moe)
+    cmd = ["-m", "moe_lint", f, *extra]
+    proc = sh([PY, "-X", "importtime", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    check(cmd, proc, (0, 1))
     rows: list[tuple[int, int, str]] = []  # (cumulative us, self us, module)
     total = 0
     for line in proc.stderr.splitlines():
@@ -122,119 +445,160 @@ def import_profile(cmd: list[str], top: int = 15) -> list[str]:
             total += int(cumulative)
     rows.sort(reverse=True)
     out = [
-        f"Command: `python -X importtime {' '.join(cmd)}`",
-        f"({len(rows)} modules imported, {total / 1000:.1f} ms cumulative over top-level "
-        "imports; nested imports are counted inside their parents)",
+        f"## c. Import profile of a clean run ({top} slowest cumulative imports)",
+        "",
+        f"Command: `python -X importtime {' '.join(cmd)}`: {len(rows)} modules, "
+        f"{total / 1000:.1f} ms cumulative over top-level imports (nested imports count inside "
+        "their parents). The file is the first of these with no findings (else the one with "
+        f"the fewest): {'; '.join(notes)}.",
         "",
         "| # | cumulative ms | self ms | module |",
         "|---:|---:|---:|---|",
     ]
     for i, (cum, own_us, name) in enumerate(rows[:top], 1):
         out.append(f"| {i} | {cum / 1000:.1f} | {own_us / 1000:.1f} | `{name}` |")
-    out.append("")
-    names = [name for _, _, name in rows]
+    out += [
+        "",
+        "| module | imported on this path? | modules | cumulative ms |",
+        "|---|---|---:|---:|",
+    ]
     for pkg in WATCHED:
-        hits = [n for n in names if n == pkg or n.startswith(pkg + ".")]
-        cum = max((c for c, _, n in rows if n == pkg), default=0)
+        hits = [(c, name) for c, _, name in rows if name == pkg or name.startswith(pkg + ".")]
+        cum = max((c for c, _ in hits), default=0)
         out.append(
-            f"- `{pkg}`: "
-            + (
-                f"imported ({len(hits)} modules, {cum / 1000:.1f} ms cumulative)"
-                if hits
-                else "not imported"
-            )
+            f"| `{pkg}` | {'**yes**' if hits else 'no'} | {len(hits)} | {cum / 1000:.1f} |"
+            if hits
+            else f"| `{pkg}` | no | 0 | – |"
         )
     return out
 
 
+# ---------------------------------------------------------------- report
+
+
+def use_revision(rev: str) -> None:
+    """Extract src/ and rules/ at `rev` into a temp dir and put its src/ first on PYTHONPATH
+    for every command run from here on (the editable install's path entry comes later)."""
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src", "rules"],
+                         capture_output=True)  # fmt: skip
+    if tar.returncode:
+        sys.exit(f"error: git archive {rev}: {tar.stderr.decode().strip()}")
+    dest = Path(tempfile.mkdtemp(prefix="moe-lint-rev-"))
+    atexit.register(shutil.rmtree, dest, True)
+    with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        archive.extractall(dest, **safe)
+    ENV["PYTHONPATH"] = os.pathsep.join([str(dest / "src"), *filter(None, [ENV.get("PYTHONPATH")])])
+
+
+def machine(rev: str | None) -> list[str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    where = sh([PY, "-c", "import moe_lint; print(moe_lint.__file__)"], capture_output=True)
+    git = sh(["git", "log", "-1", "--format=%h %s", rev or "HEAD"], capture_output=True)
+    dirty = not rev and sh(["git", "status", "--porcelain", "src", "rules"], capture_output=True)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [
+        f"- CPU: {cpu}, {os.cpu_count()} logical cores ({usable} usable by this process)",
+        f"- OS: {platform.platform()}; load average at start (1/5/15 min): {load}",
+        f"- Python: {platform.python_version()} (`{PY}`)",
+        f"- moe-lint imported from `{where.stdout.strip()}`: "
+        + (
+            f"commit `{git.stdout.strip()}` (`--rev {rev}`)"
+            if rev
+            else f"working tree at HEAD `{git.stdout.strip()}`"
+            + (", with uncommitted changes in src/ or rules/" if dirty and dirty.stdout else "")
+        ),
+        "- Bytecode: cached under a fresh `PYTHONPYCACHEPREFIX` that the warm-up runs fill"
+        + (
+            " (`PYTHONDONTWRITEBYTECODE` from this environment dropped)"
+            if os.environ.get("PYTHONDONTWRITEBYTECODE")
+            else ""
+        ),
+        f"- PyYAML {version('PyYAML')}, pydantic {version('pydantic')}, "
+        f"yamllint {version('yamllint')}",
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("files", nargs="*", help="configs to lint (default: the built-in set)")
-    ap.add_argument("--runs", type=int, default=20, help="timed runs per command (default 20)")
+    ap.add_argument("files", nargs="*", help="configs for section a (default: the built-in set)")
+    ap.add_argument("--all", action="store_true", help="run every section (the default)")
+    ap.add_argument("--single", action="store_true", help="section a: single config, cold")
+    ap.add_argument("--batch", action="store_true", help="section b: many configs, one process")
+    ap.add_argument("--profile", action="store_true", help="section c: import profile")
+    ap.add_argument("--runs", type=int, default=20, help="timed runs per command in a (20)")
+    ap.add_argument("--configs", type=int, default=1000, help="configs generated for b (1000)")
+    ap.add_argument("--batch-runs", type=int, default=3, help="runs per command in b (3)")
+    ap.add_argument("--seed", type=int, default=0, help="seed for b's variants (0)")
     ap.add_argument("--output", type=Path, help="also write the Markdown report here")
+    ap.add_argument("--rev", help="benchmark src/ and rules/ as of this git revision")
     args = ap.parse_args()
+    ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="moe-lint-bench-pyc-")
+    atexit.register(shutil.rmtree, ENV["PYTHONPYCACHEPREFIX"], True)
+    if args.rev:
+        use_revision(args.rev)
+    everything = args.all or not (args.single or args.batch or args.profile)
 
-    files = [(f, []) for f in args.files] if args.files else DEFAULT_FILES
-    present = [(f, extra) for f, extra in files if (ROOT / f).is_file()]
-    notes = [f"- skipped `{f}`: file not found" for f, _ in files if not (ROOT / f).is_file()]
-    if not present:
-        sys.exit("error: no config files to lint")
-
-    script = find_script("moe-lint")
-    on_path = shutil.which("moe-lint")  # may be a wrapper (e.g. a pyenv shim): timed as well
-    if on_path and script and Path(on_path).resolve() == Path(script).resolve():
-        on_path = None
+    moe = find_script("moe-lint")
+    if moe is None:
+        sys.exit("error: the moe-lint console script is not installed")
     yamllint = find_script("yamllint")
-    if script is None:
-        notes.append("- `moe-lint` console script not found: only `python -m moe_lint` timed")
-    if yamllint is None:
-        notes.append("- `yamllint` not installed: yamllint baseline skipped")
+    files = [(f, []) for f in args.files] if args.files else SINGLE_FILES
+    missing = [f for f, _ in files if not (ROOT / f).is_file()]
+    if missing:
+        sys.exit(f"error: not found: {', '.join(missing)}")
 
-    print(f"timing {args.runs} runs per command (+{WARMUP} warm-up)...", file=sys.stderr)
-    floor_yaml = time_cmd([PY, "-c", "import yaml"], args.runs, (0,))
-    floor_pyd = time_cmd([PY, "-c", "import yaml; from pydantic import BaseModel"], args.runs, (0,))
-
-    rows = []  # (file, command label, (median, min), yamllint median or None)
-    for f, extra in present:
-        name = Path(f).name + (f" `{' '.join(extra)}`" if extra else "")
-        yl = time_cmd([yamllint, f], args.runs, (0, 1, 2)) if yamllint else None
-        lint = [f, *extra, "--format", "concise"]
-        rows.append(
-            (name, "`python -m moe_lint`", time_cmd([PY, "-m", "moe_lint", *lint], args.runs), yl)
-        )
-        if script:
-            rows.append((name, "`moe-lint` script", time_cmd([script, *lint], args.runs), yl))
-        if on_path:
-            rows.append((name, "`moe-lint` via PATH", time_cmd([on_path, *lint], args.runs), yl))
-        if yl:
-            rows.append((name, "`yamllint`", yl, yl))
-
-    def ratio(a: float, b: float | None) -> str:
-        return f"{a / b:.2f}×" if b else "–"
-
-    out = [
-        "## Machine",
-        "",
-        *machine(),
-        "",
-        f"## Cold-process wall time ({args.runs} runs, {WARMUP} warm-up)",
-        "",
-        "| file | command | median ms | min ms | × import yaml | × yaml+pydantic | × yamllint |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for label, t in (
-        ('`python -c "import yaml"`', floor_yaml),
-        ('`python -c "import yaml; from pydantic import BaseModel"`', floor_pyd),
-    ):
-        out.append(
-            f"| – | {label} | {t[0]:.1f} | {t[1]:.1f} | {ratio(t[0], floor_yaml[0])} | "
-            f"{ratio(t[0], floor_pyd[0])} | – |"
-        )
-    for name, label, (med, lo), yl in rows:
-        out.append(
-            f"| {name} | {label} | {med:.1f} | {lo:.1f} | {ratio(med, floor_yaml[0])} | "
-            f"{ratio(med, floor_pyd[0])} | {ratio(med, yl[0] if yl else None)} |"
-        )
-    out.append("")
-    if script:
-        out.append(f"- `moe-lint` script: `{script}`")
-    if on_path:
-        out.append(f"- `moe-lint` via PATH: `{on_path}` (a wrapper around the script above)")
-    if yamllint:
-        out.append(f"- `yamllint`: `{yamllint}`")
-    out += notes
-    first, extra = present[0]
-    out += [
-        "",
-        "## Import profile (15 slowest cumulative imports)",
-        "",
-        *import_profile(["-m", "moe_lint", first, *extra, "--format", "concise"]),
-    ]
-
+    started = time.perf_counter()
+    out = ["## Machine", "", *machine(args.rev), ""]
+    summary: list[str] = []
+    sections: list[str] = []
+    if everything or args.single:
+        print("a. single config, cold process...", file=sys.stderr)
+        lines, rows = single(files, args.runs, moe, yamllint)
+        sections += [*lines, ""]
+        summary += rows
+    if everything or args.batch:
+        print(f"b. {args.configs} configs in one process...", file=sys.stderr)
+        lines, rows = batch(args.configs, args.seed, args.batch_runs, moe, yamllint)
+        sections += [*lines, ""]
+        summary += rows
+    if everything or args.profile:
+        print("c. import profile...", file=sys.stderr)
+        sections += [*import_profile(moe), ""]
+    if summary:
+        out += [
+            "## Targets",
+            "",
+            "| measure | measured | target | met |",
+            "|---|---:|---:|---|",
+            *summary,
+            "",
+        ]
+    out += sections
+    out.append(
+        f"_Benchmark took {time.perf_counter() - started:.0f} s (load average at the end: "
+        f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}); command: "
+        f"`python bench/bench.py {' '.join(sys.argv[1:])}`._"
+    )
     report = "\n".join(out) + "\n"
     print(report, end="")
     if args.output:
-        args.output.write_text(report)
+        args.output.write_text(report, encoding="utf-8")
 
 
 if __name__ == "__main__":

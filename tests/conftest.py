@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,6 @@ def codes(findings: list[Finding]) -> list[str]:
 
 # Rule expressions that fail on data are skipped in normal runs; in tests they must surface.
 os.environ.setdefault("MOE_LINT_STRICT", "1")
+
+# The compiled-catalogue cache goes to a throwaway folder, not the user's ~/.cache.
+os.environ.setdefault("MOE_LINT_CACHE_DIR", tempfile.mkdtemp(prefix="moe-lint-test-cache-"))

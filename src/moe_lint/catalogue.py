@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from moe_lint.errors import RulePackError
 from moe_lint.expr import (
@@ -43,23 +43,20 @@ _DOC_KEYS = {"what", "why", "example", "use_instead", "references", "example_arg
 _FIX_KEYS = {"title", "applicability", "set"}
 
 
-@dataclass(frozen=True)
-class PythonCheck:
+class PythonCheck(NamedTuple):
     """A check that needs code; yields violations with the parameters its templates use."""
 
     func: Callable[..., Iterable[Any]]
     params: frozenset[str]
 
 
-@dataclass(frozen=True)
-class FixSpec:
+class FixSpec(NamedTuple):
     title: Template
     applicability: str
     sets: tuple[tuple[str, Compiled], ...]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One validated rule entry."""
 
     code: str
@@ -78,7 +75,7 @@ class Rule:
     docs: dict[str, Any]
     pack: str
     #: Fact names any of its expressions read (for the automatic derivation line).
-    facts_used: frozenset[str] = field(default_factory=frozenset)
+    facts_used: frozenset[str] = frozenset()
     #: Catalogue IDs (docs/domain) this rule encodes; see docs/coverage.md.
     covers: tuple[str, ...] = ()
     #: Package -> version specifier; the rule only runs for matching framework versions.
@@ -133,10 +130,44 @@ def builtin_rules_dir() -> Path:
     return here.parent.parent / "rules"
 
 
-def builtin_checks() -> dict[str, PythonCheck]:
-    from moe_lint import checks
+class LazyChecks(dict[str, Any]):
+    """Check name -> PythonCheck, importing a check's module only when the check is used.
 
-    return dict(checks.REGISTRY)
+    Importing the five check modules costs ~15 ms; most files run only a few Python checks,
+    and the name -> module index comes from the cache (rulecache) on warm runs.
+    """
+
+    def __init__(self, index: dict[str, str]) -> None:
+        super().__init__({name: None for name in index})
+        self.index = index
+
+    def __getitem__(self, name: str) -> PythonCheck:
+        check = super().__getitem__(name)
+        if check is None:
+            import importlib
+
+            check = importlib.import_module(self.index[name]).CHECKS[name]
+            self[name] = check
+        return check  # type: ignore[no-any-return]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default  # noqa: SIM401 - dict.get skips __getitem__
+
+    def values(self) -> Any:
+        return [self[name] for name in self]
+
+    def items(self) -> Any:
+        return [(name, self[name]) for name in self]
+
+
+def builtin_checks() -> dict[str, PythonCheck]:
+    from moe_lint import checks, rulecache
+
+    index = rulecache.load_check_index()
+    if index is None:
+        index = checks.check_index()
+        rulecache.store_check_index(index)
+    return LazyChecks(index)
 
 
 def _load_yaml(path: Path) -> Any:
@@ -308,9 +339,36 @@ def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
 
 
 def _entry_point_plugins() -> list[tuple[str, Any]]:
-    from importlib.metadata import entry_points
+    """(name, loadable) for each ``moe_lint.rules`` entry point.
 
-    return [(ep.name, ep) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    Scanning every installed distribution's metadata costs ~20 ms per process; the result is
+    cached (rulecache) until a folder on sys.path changes, i.e. until something is installed.
+    """
+    from moe_lint import rulecache
+
+    cached = rulecache.load_entry_points()
+    if cached is None:
+        from importlib.metadata import entry_points
+
+        cached = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+        rulecache.store_entry_points(cached)
+    return [(name, _EntryPoint(value)) for name, value in cached]
+
+
+class _EntryPoint:
+    """The ``module:attr`` of an entry point, loaded like importlib.metadata.EntryPoint.load."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def load(self) -> Any:
+        import importlib
+
+        module, _, attr = self.value.partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for part in attr.strip().split(".") if attr.strip() else ():
+            obj = getattr(obj, part)
+        return obj
 
 
 def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True) -> Catalogue:

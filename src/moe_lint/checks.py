@@ -1,13 +1,13 @@
 """Python checks: the few rules whose logic needs code (walking keys, per-item fixes).
 
-Each check is registered by name in :data:`REGISTRY`; a rule pack entry refers to it with
+Each check is registered by name in a CHECKS table (here and in the family modules listed in
+:data:`MODULES`); a rule pack entry refers to it with
 ``check: <name>`` and supplies the code, severity, docs and message template as data. Checks
 yield :class:`~moe_lint.engine.Violation` objects carrying the template parameters.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,8 @@ def _suggest(word: str, candidates: list[str]) -> str | None:
     lowered = {c.lower(): c for c in candidates}
     if word.lower() in lowered:
         return lowered[word.lower()]
+    import difflib
+
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
 
@@ -206,7 +208,8 @@ def _line_path(ctx: Context, line: int) -> str:
     return format_path(best[len(root) :]) or "<comment>"
 
 
-REGISTRY: dict[str, PythonCheck] = {
+#: The core checks; each family module (checks_<family>.py) has its own CHECKS table.
+CHECKS: dict[str, PythonCheck] = {
     "unused-suppressions": PythonCheck(unused_suppressions, frozenset({"code", "line"})),
     "unknown-suppressions": PythonCheck(unknown_suppressions, frozenset({"code", "line", "hint"})),
     "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
@@ -221,15 +224,21 @@ REGISTRY: dict[str, PythonCheck] = {
 }
 
 
-def _family_checks() -> None:
-    """Merge the per-family check modules into the registry."""
-    from moe_lint import checks_attention, checks_dispatch, checks_pipeline, checks_runtime
+#: Modules whose CHECKS tables make up the built-in registry.
+MODULES = (
+    "moe_lint.checks", "moe_lint.checks_pipeline", "moe_lint.checks_attention",
+    "moe_lint.checks_dispatch", "moe_lint.checks_runtime",
+)  # fmt: skip
 
-    for module in (checks_pipeline, checks_attention, checks_dispatch, checks_runtime):
-        for name, check in module.CHECKS.items():
-            if name in REGISTRY:
+
+def check_index() -> dict[str, str]:
+    """Check name -> the module that defines it (imports every module; cached by rulecache)."""
+    import importlib
+
+    index: dict[str, str] = {}
+    for module_name in MODULES:
+        for name in importlib.import_module(module_name).CHECKS:
+            if name in index:
                 raise RuntimeError(f"Python check {name!r} is registered twice")
-            REGISTRY[name] = check
-
-
-_family_checks()
+            index[name] = module_name
+    return index

@@ -1,4 +1,4 @@
-"""Python checks for the dispatch rule family (registered into moe_lint.checks.REGISTRY).
+"""Python checks for the dispatch rule family (listed in moe_lint.checks.MODULES).
 
 Most rules are pure data in rules/*.yaml; put a check here only when a condition truly needs
 code. Each entry maps a check name (used as `check: <name>` in a pack) to a PythonCheck whose

@@ -427,8 +427,10 @@ def _write_format(
     out: Any,
     errors: list[Any],
 ) -> None:
-    from moe_lint import formats, report
+    from moe_lint import report
 
+    if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
+        from moe_lint import formats
     if fmt in ("sarif", "gitlab", "junit"):
         root = formats.repo_root()
         if fmt == "sarif":

@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from moe_lint.normalize import Config
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
     """A derived value and the one-line derivation that produced it."""
 
     value: Any

@@ -25,8 +25,7 @@ import ast
 import math
 import string
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from moe_lint.derive import is_pow2, pow2_round
 from moe_lint.errors import NotDerivable, RulePackError
@@ -91,8 +90,7 @@ FACT_NAMES = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Compiled:
+class Compiled(NamedTuple):
     """An expression parsed, checked and compiled once."""
 
     text: str
@@ -265,8 +263,7 @@ def _fits(value: Any, kind: str) -> bool:
 _FORMATTER = string.Formatter()
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(NamedTuple):
     """A message template with checked placeholders."""
 
     text: str

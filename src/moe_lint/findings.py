@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -23,8 +23,7 @@ def primary_source(source: str) -> str:
     return source.strip()
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     """Replace ``text[start:end]`` (character indices) with ``content``."""
 
     start: int

@@ -8,9 +8,7 @@ Writes are atomic: a temporary file in the same folder, then ``os.replace``, kee
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 
 from moe_lint.findings import Edit, Finding
@@ -63,6 +61,8 @@ def fix_loop(
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
+    import difflib
+
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -75,6 +75,8 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 def write_atomic(path: str, text: str, had_bom: bool) -> None:
     """Replace ``path`` with ``text`` atomically, keeping its permission bits."""
+    import tempfile
+
     data = (b"\xef\xbb\xbf" if had_bom else b"") + text.encode("utf-8")
     folder = os.path.dirname(os.path.abspath(path))
     mode = os.stat(path).st_mode & 0o7777

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from moe_lint import __version__
 from moe_lint.findings import Finding
@@ -207,6 +206,8 @@ def gitlab(findings: Sequence[Finding], root: Path) -> str:
 
 def junit(findings: Sequence[Finding], files: Sequence[str]) -> str:
     """JUnit XML: one testsuite per file, one failing testcase per finding."""
+    from xml.sax.saxutils import escape, quoteattr
+
     by_file: dict[str, list[Finding]] = {path: [] for path in files}
     for f in findings:
         by_file.setdefault(f.file, []).append(f)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -31,17 +31,31 @@ PathKey = str | int
 ConfigPath = tuple[PathKey, ...]
 
 
-@dataclass(frozen=True)
 class Pos:
-    """A 1-based line/column plus the 0-based character index into the decoded text."""
+    """A 1-based line/column plus the 0-based character index into the decoded text.
 
-    line: int
-    column: int
-    index: int
+    A plain class (not a NamedTuple, whose ``index`` method the field would shadow).
+    """
+
+    __slots__ = ("column", "index", "line")
+
+    def __init__(self, line: int, column: int, index: int) -> None:
+        self.line = line
+        self.column = column
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pos) and (self.line, self.column, self.index) == (
+            other.line, other.column, other.index)  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.column, self.index))
+
+    def __repr__(self) -> str:
+        return f"Pos(line={self.line}, column={self.column}, index={self.index})"
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """Where one config entry sits: its key (absent for list items) and its value."""
 
     key_start: Pos | None

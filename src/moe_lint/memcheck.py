@@ -74,6 +74,11 @@ def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
     """Register the lazy loader of every memory fact (nothing is imported until one is read)."""
 
     def load() -> None:
+        reason = _missing_inputs(facts, cfg)
+        if reason is not None:
+            for name in MEMORY_FACTS:
+                facts.miss(name, f"memory model: {reason}")
+            return
         settings, warn_fraction, margin = memory_settings(raw_settings, "memory settings")
         _load(facts, cfg, settings, warn_fraction, margin)
 
@@ -107,6 +112,16 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
 
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
     return estimate(config_values(cfg), _plain(facts), settings, capacity)
+
+
+def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
+    """Why the model cannot run, found without importing it (most override files)."""
+    if "seq" not in facts.values:
+        return "the sequence length is not set"
+    for dotted in ("model.num_layers", "model.hidden_size"):
+        if dotted in cfg.unknown or cfg.get(dotted) is None:
+            return f"{dotted} is not set (pass --model)"
+    return None
 
 
 def _load(facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from moe_lint.errors import InputError
 from moe_lint.fastschema import fast_validate, is_recipe_field, sections
@@ -67,8 +67,7 @@ MIXED_PRECISION_RECIPES: dict[str, dict[str, Any]] = {
 _PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
 
 
-@dataclass(frozen=True)
-class TypeProblem:
+class TypeProblem(NamedTuple):
     """A value Bridge could not accept (wrong type, out of range, bad choice)."""
 
     path: str

@@ -8,8 +8,7 @@ adds or sets, ``~a.b`` deletes. Values are read as YAML flow scalars/lists, so
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -22,8 +21,7 @@ _OVERRIDE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     """One parsed override argument."""
 
     text: str

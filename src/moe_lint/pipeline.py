@@ -10,7 +10,7 @@ list belongs to pipeline rank ``i % PP`` (virtual chunk ``i // PP``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _MAX_EXPANDED = 100_000
 
@@ -19,8 +19,7 @@ class LayoutError(ValueError):
     """The layout string does not parse (the message says where)."""
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """A parsed layout: one string of ``E``/``t``/``m``/``L`` per virtual stage."""
 
     stages: tuple[str, ...]

@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import copyreg
 import hashlib
+import json
 import marshal
 import os
 import pickle
 import sys
-import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,8 @@ def store(key: str | None, rules: list[Any]) -> None:
     folder = cache_dir()
     if key is None or folder is None:
         return
+    import tempfile
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalogue-", suffix=".tmp")
@@ -90,3 +92,69 @@ def store(key: str | None, rules: list[Any]) -> None:
     except (OSError, pickle.PickleError, TypeError, AttributeError):
         with contextlib.suppress(OSError, UnboundLocalError):
             os.unlink(tmp)
+
+
+def _path_key() -> str:
+    """Stamps of the folders on sys.path: installing or removing a package changes one."""
+    parts = [sys.version]
+    for entry in sys.path:
+        try:
+            st = os.stat(entry or ".")
+        except OSError:
+            continue
+        parts.append(f"{entry}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def load_entry_points() -> list[tuple[str, str]] | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"entry-points-{_path_key()}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [(str(name), str(value)) for name, value in data]
+
+
+def store_entry_points(found: list[tuple[str, str]]) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"entry-points-{_path_key()}.json"
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(found), encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def _checks_key() -> str:
+    here = Path(__file__).resolve().parent
+    stamps = [__version__, *(_stamp(p) for p in sorted(here.glob("checks*.py")))]
+    return hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:32]
+
+
+def load_check_index() -> dict[str, str] | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"checks-{_checks_key()}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
+def store_check_index(index: dict[str, str]) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"checks-{_checks_key()}.json"
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(index), encoding="utf-8")
+        os.replace(tmp, target)

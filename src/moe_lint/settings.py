@@ -7,7 +7,6 @@ apply cluster/model settings to files matching a glob (``[tool.moe-lint.per-file
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -157,12 +156,17 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     settings = Settings()
     if path is None:
         return settings, None
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
+    if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
+        return settings, None
     import tomllib
 
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
     table = data.get("tool", {}).get("moe-lint")
     if table is None:
@@ -227,6 +231,8 @@ def relative_to_base(file: str, base: Path | None) -> str:
 
 
 def glob_match(file: str, pattern: str, base: Path | None) -> bool:
+    import fnmatch
+
     rel = relative_to_base(file, base)
     return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(Path(rel).name, pattern)
 
