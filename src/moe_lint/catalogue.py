@@ -80,6 +80,9 @@ class Rule(NamedTuple):
     covers: tuple[str, ...] = ()
     #: Package -> version specifier; the rule only runs for matching framework versions.
     versions: tuple[tuple[str, str], ...] = ()
+    #: The lets `when` needs (evaluated first); the others only run once it holds.
+    when_lets: tuple[tuple[str, Compiled], ...] = ()
+    late_lets: tuple[tuple[str, Compiled], ...] = ()
 
 
 @dataclass
@@ -303,7 +306,22 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         facts_used=frozenset(used & FACT_NAMES),
         covers=tuple(covers),
         versions=versions,
+        when_lets=_needed_lets(lets, compiled_when),
+        late_lets=tuple(item for item in lets if item not in _needed_lets(lets, compiled_when)),
     )
+
+
+def _needed_lets(
+    lets: list[tuple[str, Compiled]], when: Compiled | None
+) -> tuple[tuple[str, Compiled], ...]:
+    """The lets `when` reads, directly or through other lets, in their written order."""
+    if when is None:
+        return tuple(lets)
+    needed = set(when.names)
+    for name, compiled in reversed(lets):
+        if name in needed:
+            needed |= compiled.names
+    return tuple(item for item in lets if item[0] in needed)
 
 
 def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:

@@ -185,8 +185,16 @@ def _cmd_check(argv: list[str]) -> int:
     ns.catalogue = catalogue
     results: list[FileResult] = []
     changed = 0
-    for path in files:
-        result = _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
+    if ns.fix or ns.diff:
+        linted = [
+            _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
+            for path in files
+        ]
+    else:
+        from moe_lint.parallel import lint_many
+
+        linted = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
+    for result in linted:
         if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
             result, did_change = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
             changed += did_change

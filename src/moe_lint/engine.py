@@ -247,11 +247,13 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                     )
                 )
             return out
-        for name, compiled in rule.lets:
+        for name, compiled in rule.when_lets:
             ev.locals[name] = ev.eval(compiled)
         assert rule.when is not None
         if not ev.eval(rule.when):
             return []
+        for name, compiled in rule.late_lets:
+            ev.locals[name] = ev.eval(compiled)
         derivation = rule.derivation.render(ev.lookup) if rule.derivation else None
         edits = _fix_edits(rule, ctx, ev)
         assert rule.path is not None

@@ -77,7 +77,7 @@ class Document:
     path: str
     text: str
     data: dict[str, Any]
-    spans: dict[ConfigPath, Span]
+    spans: SpanMap
     had_bom: bool = False
     duplicates: list[tuple[ConfigPath, Span]] = field(default_factory=list)
 
@@ -140,11 +140,51 @@ _SEQ_TAGS = {"tag:yaml.org,2002:seq"}
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+class SpanMap(dict[ConfigPath, Any]):
+    """Config path -> Span, built from the parser's nodes on first access.
+
+    Most files need a handful of spans (one per finding); turning every node's marks into
+    Span objects up front cost more than the rules.
+    """
+
+    def __getitem__(self, path: ConfigPath) -> Span:
+        value = super().__getitem__(path)
+        if not isinstance(value, Span):  # still the (key node, value node) pair
+            value = _span(*value)
+            super().__setitem__(path, value)
+        return value
+
+    def get(self, path: ConfigPath, default: Any = None) -> Any:
+        return self[path] if path in self else default  # noqa: SIM401 - dict.get skips __getitem__
+
+    def values(self) -> Any:
+        return [self[p] for p in self]
+
+    def items(self) -> Any:
+        return [(p, self[p]) for p in self]
+
+
+def _scalar(constructor: Any, node: Any) -> Any:
+    """The Python value of a scalar node; the common tags without the generic constructor."""
+    tag, value = node.tag, node.value
+    if tag == "tag:yaml.org,2002:str":
+        return value
+    digits = value.lstrip("-+")
+    if (tag == "tag:yaml.org,2002:int" and digits.isdigit() and "_" not in value
+            and (not digits.startswith("0") or digits == "0")):  # fmt: skip
+        return int(value)
+    if tag == "tag:yaml.org,2002:null":
+        return None
+    if tag == "tag:yaml.org,2002:bool":
+        return constructor.bool_values[value.lower()]
+    return constructor.construct_object(node, deep=True)
+
+
 class _Builder:
     """Walks the composed node graph into values and spans, with hostile-input bounds."""
 
     def __init__(self) -> None:
-        self.spans: dict[ConfigPath, Span] = {}
+        self.spans: SpanMap = SpanMap()
         self.duplicates: list[tuple[ConfigPath, Span]] = []
         self.visited = 0
         self.constructor = yaml.constructor.SafeConstructor()
@@ -169,8 +209,8 @@ class _Builder:
                     f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
                 )
             try:
-                return self.constructor.construct_object(node, deep=True)
-            except (yaml.YAMLError, ValueError, OverflowError) as exc:
+                return _scalar(self.constructor, node)
+            except (yaml.YAMLError, ValueError, OverflowError, KeyError) as exc:
                 raise InputError(
                     f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
                 ) from None
@@ -220,7 +260,7 @@ class _Builder:
                 raise InputError(
                     f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
                 )
-            key = self.constructor.construct_object(key_node, deep=True)
+            key = _scalar(self.constructor, key_node)
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
             skey = key if isinstance(key, str) else str(key)
@@ -234,7 +274,7 @@ class _Builder:
         return out
 
     def _record(self, path: ConfigPath, key_node: Any, value_node: Any) -> None:
-        self.spans[path] = _span(key_node, value_node)
+        self.spans[path] = (key_node, value_node)
 
 
 def _span(key_node: Any, value_node: Any) -> Span:
@@ -265,13 +305,49 @@ def _yaml_error_message(exc: yaml.YAMLError) -> str:
     return f"YAML syntax error: {problem}"
 
 
-def compose(text: str) -> Any:
-    """Build the YAML node graph from the parser's event stream, without recursion.
+#: Nesting the C composer handles safely (20,000 levels were seen to work, 30,000 crash).
+SAFE_C_DEPTH = 5_000
 
-    ``yaml.compose`` recurses in C and crashes the process on pathologically deep input
-    (100,000 nested brackets); composing from events with an explicit stack lets us stop at
-    MAX_DEPTH with a clear error instead.
+
+def _depth_bound(text: str) -> int:
+    """An upper bound of the nesting depth, computed without parsing.
+
+    Each level needs an opening bracket, more indentation, or another ``- ``/``? `` on the
+    same line, so brackets + the widest indent + the most such markers on one line bound it.
     """
+    if len(text) < 2 * SAFE_C_DEPTH:
+        return len(text) // 2
+    brackets = text.count("[") + text.count("{")
+    widest = markers = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        widest = max(widest, len(line) - len(stripped))
+        markers = max(markers, stripped.count("- ") + stripped.count("? "))
+    return brackets + widest + markers + 1
+
+
+def compose(text: str) -> Any:
+    """The YAML node graph, without letting pathological nesting crash the process.
+
+    ``yaml.compose`` recurses in C and segfaults on ~30,000 nested brackets. Texts that
+    provably cannot nest that deep (every real config) use it directly, several times faster;
+    the rest are composed from the parser's events with an explicit stack that stops at
+    MAX_DEPTH.
+    """
+    if _depth_bound(text) <= SAFE_C_DEPTH:
+        try:
+            return yaml.compose(text, Loader=_Loader)
+        except yaml.composer.ComposerError as exc:
+            if "expected a single document" in str(exc):
+                mark = exc.problem_mark
+                line = f"line {mark.line + 1}: " if mark is not None else ""
+                raise InputError(f"{line}more than one YAML document in the file") from None
+            raise
+    return _compose_events(text)
+
+
+def _compose_events(text: str) -> Any:
+    """Compose from the event stream with an explicit stack (bounded depth)."""
     resolver: Any = yaml.resolver.Resolver()
     anchors: dict[str, Any] = {}
     stack: list[list[Any]] = []  # [node, pending mapping key]
@@ -349,7 +425,7 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     if node is None:
         if text.strip():
             # Only comments (a commented-out template): valid YAML with nothing to check.
-            return Document(path=path, text=text, data={}, spans={}, had_bom=had_bom)
+            return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom)
         raise InputError("empty file: expected a YAML mapping of config sections")
     if not isinstance(node, yaml.MappingNode):
         kind = "list" if isinstance(node, yaml.SequenceNode) else "scalar"

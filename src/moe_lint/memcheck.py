@@ -70,20 +70,69 @@ def _plain(facts: Facts) -> dict[str, Any]:
     return {name: fact.value for name, fact in facts.values.items()}
 
 
-def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
-    """Register the lazy loader of every memory fact (nothing is imported until one is read)."""
+_BASE_FACTS = (
+    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
+    "mem_stage", "mem_top_terms",
+)  # fmt: skip
 
-    def load() -> None:
-        reason = _missing_inputs(facts, cfg)
+
+class _Memory:
+    """One file's memory facts: the estimate first, then each extra (levers, EDP 2, selective
+    recompute) only when a rule reads it, since each re-runs the model."""
+
+    def __init__(self, facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
+        self.facts, self.cfg, self.raw = facts, cfg, raw_settings
+        self.state: tuple[Any, ...] | None = None  # (settings, values, plain, estimate)
+
+    def _miss_all(self, reason: str) -> None:
+        for name in MEMORY_FACTS:
+            if name not in self.facts.values:
+                self.facts.miss(name, f"memory model: {reason}")
+        self.facts.lazy = {k: v for k, v in self.facts.lazy.items() if k not in MEMORY_FACTS}
+
+    def base(self) -> None:
+        reason = _missing_inputs(self.facts, self.cfg)
         if reason is not None:
-            for name in MEMORY_FACTS:
-                facts.miss(name, f"memory model: {reason}")
+            self._miss_all(reason)
             return
-        settings, warn_fraction, margin = memory_settings(raw_settings, "memory settings")
-        _load(facts, cfg, settings, warn_fraction, margin)
+        settings, warn_fraction, margin = memory_settings(self.raw, "memory settings")
+        state = _load(self.facts, self.cfg, settings, warn_fraction, margin)
+        if state is None:
+            self._miss_all("the estimate could not be built")
+            return
+        self.state = state
 
-    for name in MEMORY_FACTS:
-        facts.lazy[name] = load
+    def _ready(self) -> bool:
+        if self.state is None and "mem_peak_gib" in self.facts.lazy:
+            self.facts.resolve("mem_peak_gib")
+        return self.state is not None
+
+    def levers(self) -> None:
+        if self._ready():
+            _levers(self.facts, *self.state)  # type: ignore[misc]
+
+    def edp2(self) -> None:
+        if self._ready():
+            _edp2(self.facts, *self.state)  # type: ignore[misc]
+
+    def selective(self) -> None:
+        if not self._ready():
+            return
+        settings, values, plain, est = self.state  # type: ignore[misc]
+        if est.usable_gib is None:
+            self.facts.miss("selective_fits", "no --gpu given: GPU memory unknown")
+        else:
+            self.facts.put("selective_fits", _selective_fits(values, plain, settings, est), "")
+
+
+def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
+    """Register the lazy loaders of the memory facts (nothing is imported until one is read)."""
+    memory = _Memory(facts, cfg, raw_settings)
+    for name in _BASE_FACTS:
+        facts.lazy[name] = memory.base
+    facts.lazy["mem_levers"] = memory.levers
+    facts.lazy["edp2_saving_gib"] = memory.edp2
+    facts.lazy["selective_fits"] = memory.selective
 
 
 #: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the
@@ -115,7 +164,13 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
 
 
 def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
-    """Why the model cannot run, found without importing it (most override files)."""
+    """Why the memory facts cannot be had, found without importing the model.
+
+    Linting needs a verdict, so without a GPU type there is nothing to report and the model
+    is not run (``moe-lint estimate`` runs it without one).
+    """
+    if "gpu_hbm_gib" not in facts.values:
+        return "no --gpu given: GPU memory unknown"
     if "seq" not in facts.values:
         return "the sequence length is not set"
     for dotted in ("model.num_layers", "model.hidden_size"):
@@ -124,18 +179,19 @@ def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
     return None
 
 
-def _load(facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float) -> None:
-    from moe_lint.memory import MemoryInputError, estimate, levers
+def _load(
+    facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float
+) -> tuple[Any, ...] | None:
+    """Run the estimate and put the base facts; returns the state the extras re-use."""
+    from moe_lint.memory import MemoryInputError, estimate
 
     try:
         values = config_values(cfg)
         plain = _plain(facts)
         capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
         est = estimate(values, plain, settings, capacity)
-    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
-        for name in MEMORY_FACTS:
-            facts.miss(name, f"memory model: {exc}")
-        return
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        return None
     worst = est.worst
     top = sorted(worst.terms, key=lambda t: t.gib, reverse=True)[:3]
     top_text = ", ".join(f"{t.name} {t.gib:.1f} GiB" for t in top)
@@ -145,13 +201,7 @@ def _load(facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin
     facts.put("mem_stage", worst.stage, f"worst pipeline stage {worst.stage}")
     facts.put("mem_top_terms", top_text, "largest terms of the worst stage")
     if est.usable_gib is None:
-        for name in (
-            "mem_usable_gib",
-            "mem_headroom_gib",
-            "mem_warn_gib",
-            "mem_error_gib",
-            "selective_fits",
-        ):
+        for name in ("mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib"):
             facts.miss(name, "no --gpu given: GPU memory unknown")
     else:
         usable = est.usable_gib
@@ -161,39 +211,40 @@ def _load(facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin
         facts.put("mem_headroom_gib", usable - worst.total_gib,
                   f"headroom = {usable:.1f} - {worst.total_gib:.1f} = "
                   f"{usable - worst.total_gib:.1f} GiB")  # fmt: skip
-        facts.put(
-            "mem_warn_gib",
-            usable * (1 - warn_fraction),
-            f"warn above {100 * (1 - warn_fraction):g}% of usable memory",
-        )
-        facts.put(
-            "mem_error_gib",
-            usable * (1 + margin),
-            f"error above usable + {100 * margin:g}% model uncertainty = "
-            f"{usable * (1 + margin):.1f} GiB",
-        )
-        facts.put("selective_fits", _selective_fits(values, plain, settings, est), "")
+        facts.put("mem_warn_gib", usable * (1 - warn_fraction),
+                  f"warn above {100 * (1 - warn_fraction):g}% of usable memory")  # fmt: skip
+        facts.put("mem_error_gib", usable * (1 + margin),
+                  f"error above usable + {100 * margin:g}% model uncertainty = "
+                  f"{usable * (1 + margin):.1f} GiB")  # fmt: skip
+    return settings, values, plain, est
+
+
+def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    from moe_lint.memory import MemoryInputError, levers
+
     try:
         found = levers(values, plain, settings, est.capacity_gib)[:3]
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
         found = []
     text = "; ".join(f"{lv.name}: {lv.delta_gib:+.1f} GiB ({lv.requires})" for lv in found)
     facts.put("mem_levers", text or "no single change found", "levers re-run the model")
-    edp = plain.get("edp")
-    if edp == 1 and (plain.get("ep") or 1) > 1 and "world" in plain:
-        doubled = {**plain, "edp": 2, "world": 2 * plain["world"], "dp": 2 * (plain.get("dp") or 1)}
-        try:
-            saving = worst.total_gib - estimate(values, doubled, settings, capacity).worst.total_gib
-        except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
-            facts.miss("edp2_saving_gib", "memory model could not re-run at EDP 2")
-        else:
-            facts.put(
-                "edp2_saving_gib",
-                saving,
-                f"EDP 1 -> 2 lowers the worst stage by {saving:.1f} GiB (memory model)",
-            )
-    else:
+
+
+def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    from moe_lint.memory import MemoryInputError, estimate
+
+    if plain.get("edp") != 1 or (plain.get("ep") or 1) <= 1 or "world" not in plain:
         facts.miss("edp2_saving_gib", "EDP is not 1")
+        return
+    doubled = {**plain, "edp": 2, "world": 2 * plain["world"], "dp": 2 * (plain.get("dp") or 1)}
+    try:
+        trial = estimate(values, doubled, settings, est.capacity_gib)
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        facts.miss("edp2_saving_gib", "memory model could not re-run at EDP 2")
+        return
+    saving = est.worst.total_gib - trial.worst.total_gib
+    facts.put("edp2_saving_gib", saving,
+              f"EDP 1 -> 2 lowers the worst stage by {saving:.1f} GiB (memory model)")  # fmt: skip
 
 
 def _selective_fits(values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any) -> bool:

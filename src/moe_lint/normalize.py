@@ -226,7 +226,8 @@ def normalize(
     raw_root: Any = doc.data
     for part in root:
         raw_root = raw_root[part]
-    raw = copy.deepcopy(raw_root)
+    # Overrides edit the tree; copy it only then (the document keeps the file's own values).
+    raw = copy.deepcopy(raw_root) if overrides else raw_root
     cfg = Config(doc=doc, root=root, form=form, raw=raw, preset=preset_name)
     overrides = overrides or []
     if overrides:
