@@ -23,3 +23,13 @@ def test_every_new_rule_names_its_source_check() -> None:
 
     for rule in load_catalogue(plugins=False).rules:
         assert "::" in rule.source or rule.source.startswith("moe-lint"), (rule.code, rule.source)
+
+
+def test_rule_pages_are_current() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "rule_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
