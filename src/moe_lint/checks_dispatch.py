@@ -35,12 +35,7 @@ def _violation(path: str, **params: Any) -> Violation:
 
 
 def _raw(cfg: Config, dotted: str) -> Any:
-    node: Any = cfg.raw
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _UNKNOWN
-        node = node[part]
-    return node
+    return cfg.raw_get(dotted, _UNKNOWN)
 
 
 def _value(cfg: Config, dotted: str) -> Any:

@@ -205,12 +205,7 @@ def effective(cfg: Config, dotted: str, view: PrecisionView | None = None) -> An
 
 def raw_value(cfg: Config, dotted: str) -> Any:
     """The value as written in the file or an override (before normalization), or UNKNOWN."""
-    node: Any = cfg.raw
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return UNKNOWN
-        node = node[part]
-    return node
+    return cfg.raw_get(dotted, UNKNOWN)
 
 
 def dtype_name(value: Any) -> str | None:
@@ -390,28 +385,16 @@ def fp8_recipe_options(ctx: Context) -> Iterator[Violation]:
                         f"stage = {num_layers} // PP{pp})",
                         hint=f"set {name} between 0 and {limit}",
                     )
-    if (
-        fp8 not in (None, UNKNOWN)
-        and recipe == "custom"
-        and not cfg.get("model.fp8_quantizer_factory")
-    ):
-        yield _violation(
-            _precision_path(cfg, view, "fp8_recipe"),
-            problem="fp8_recipe 'custom' needs model.fp8_quantizer_factory (an import path)",
-            hint="set model.fp8_quantizer_factory or pick a built-in recipe",
-        )
-    fp4 = effective(cfg, "model.fp4", view)
-    fp4_recipe = effective(cfg, "model.fp4_recipe", view)
-    if (
-        fp4 not in (None, UNKNOWN)
-        and fp4_recipe == "custom"
-        and not cfg.get("model.fp4_quantizer_factory")
-    ):
-        yield _violation(
-            _precision_path(cfg, view, "fp4_recipe"),
-            problem="fp4_recipe 'custom' needs model.fp4_quantizer_factory (an import path)",
-            hint="set model.fp4_quantizer_factory or use fp4_recipe nvfp4",
-        )
+    for kind, fallback in (("fp8", "pick a built-in recipe"), ("fp4", "use fp4_recipe nvfp4")):
+        enabled = fp8 if kind == "fp8" else effective(cfg, "model.fp4", view)
+        chosen = recipe if kind == "fp8" else effective(cfg, "model.fp4_recipe", view)
+        factory = f"model.{kind}_quantizer_factory"
+        if enabled not in (None, UNKNOWN) and chosen == "custom" and not cfg.get(factory):
+            yield _violation(
+                _precision_path(cfg, view, f"{kind}_recipe"),
+                problem=f"{kind}_recipe 'custom' needs {factory} (an import path)",
+                hint=f"set {factory} or {fallback}",
+            )
 
 
 def _fsdp(cfg: Config) -> bool:

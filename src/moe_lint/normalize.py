@@ -30,6 +30,7 @@ CONTAINER_SECTIONS = frozenset(
     }
 )  # fmt: skip
 
+_ABSENT = object()
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 
@@ -107,6 +108,10 @@ class Config:
         """Effective value of a typed field, or the raw value of any other path."""
         if dotted in self.values:
             return self.values[dotted]
+        return self.raw_get(dotted, default)
+
+    def raw_get(self, dotted: str, default: Any = None) -> Any:
+        """The value as written in the file or an override (before normalization)."""
         node: Any = self.raw
         for part in dotted.split("."):
             if not isinstance(node, dict) or part not in node:
@@ -117,16 +122,8 @@ class Config:
     def explicit(self, dotted: str) -> bool:
         """True when the file or an override sets ``dotted``."""
         return self.origin.get(dotted) in ("file", "override") or (
-            dotted not in self.origin and self._raw_has(dotted)
+            dotted not in self.origin and self.raw_get(dotted, _ABSENT) is not _ABSENT
         )
-
-    def _raw_has(self, dotted: str) -> bool:
-        node: Any = self.raw
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return False
-            node = node[part]
-        return True
 
     def physical(self, dotted_or_path: str | ConfigPath) -> ConfigPath:
         """Config path below the root -> path in the YAML document."""

@@ -106,29 +106,37 @@ def _path_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
-def load_entry_points() -> list[tuple[str, str]] | None:
+def _load_json(name: str) -> Any:
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        data = json.loads((folder / f"entry-points-{_path_key()}.json").read_text("utf-8"))
+        return json.loads((folder / name).read_text("utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _store_json(name: str, data: Any) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / name
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def load_entry_points() -> list[tuple[str, str]] | None:
+    data = _load_json(f"entry-points-{_path_key()}.json")
     if not isinstance(data, list):
         return None
     return [(str(name), str(value)) for name, value in data]
 
 
 def store_entry_points(found: list[tuple[str, str]]) -> None:
-    folder = cache_dir()
-    if folder is None:
-        return
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"entry-points-{_path_key()}.json"
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(found), encoding="utf-8")
-        os.replace(tmp, target)
+    _store_json(f"entry-points-{_path_key()}.json", found)
 
 
 def _checks_key() -> str:
@@ -138,23 +146,9 @@ def _checks_key() -> str:
 
 
 def load_check_index() -> dict[str, str] | None:
-    folder = cache_dir()
-    if folder is None:
-        return None
-    try:
-        data = json.loads((folder / f"checks-{_checks_key()}.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = _load_json(f"checks-{_checks_key()}.json")
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
 
 
 def store_check_index(index: dict[str, str]) -> None:
-    folder = cache_dir()
-    if folder is None:
-        return
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"checks-{_checks_key()}.json"
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(index), encoding="utf-8")
-        os.replace(tmp, target)
+    _store_json(f"checks-{_checks_key()}.json", index)
