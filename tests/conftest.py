@@ -49,6 +49,15 @@ def run_lint(
     return lint_text(text, catalogue, settings, overrides or [], cluster_args(args), path=path)
 
 
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; (exit code, stdout, stderr)."""
+    from moe_lint.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def codes(findings: list[Finding]) -> list[str]:
     return [f.code for f in findings]
 

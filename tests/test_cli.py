@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from moe_lint.cli import main
+from conftest import run_main as run
 
 EXAMPLES = REPO / "examples"
 GOOD = [
@@ -36,12 +36,6 @@ JSON_FIELDS = {
     "applicability",
     "edits",
 }
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: p.name)

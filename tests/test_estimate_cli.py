@@ -8,16 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from moe_lint.cli import main
+from conftest import run_main as run
 
 DSV3 = REPO / "examples" / "dsv3_128k_h100.yaml"
 QWEN = REPO / "examples" / "qwen3_235b_128k_gb200.yaml"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_estimate_json_per_stage(capsys: pytest.CaptureFixture[str]) -> None:

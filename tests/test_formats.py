@@ -12,17 +12,11 @@ import pytest
 import yaml
 
 from conftest import DATA, REPO
-from moe_lint.cli import main
+from conftest import run_main as run
 
 SCHEMA = json.loads((DATA / "schemas" / "sarif-schema-2.1.0.json").read_text())
 BROKEN = REPO / "examples" / "dsv3_128k_h100_broken.yaml"
 GOOD = REPO / "examples" / "dsv3_128k_h100.yaml"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
