@@ -47,7 +47,8 @@ CORPUS = ROOT / "tests/data/corpus"
 PY = sys.executable
 # Every command runs with bytecode caching on, in a fresh cache that the warm-up runs fill:
 # pip-installed hooks have .pyc files, so a run that recompiles moe_lint's sources (as under
-# PYTHONDONTWRITEBYTECODE=1 with an editable install) would measure the wrong thing.
+# PYTHONDONTWRITEBYTECODE=1 with an editable install) would measure the wrong thing. moe-lint's
+# own per-user cache also goes to a fresh folder (set in main), filled the same way.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 WARMUP = 2
 FLOOR = [PY, "-c", "import yaml; from pydantic import BaseModel"]
@@ -201,7 +202,7 @@ def single(files: list[tuple[str, list[str]]], runs: int, moe: str, yamllint: st
     floor_rss = measure(FLOOR, (0,))[1]
     just_yaml = time_cmd([PY, "-c", "import yaml"], runs, (0,))
     out = [
-        f"## a. Single config, cold process ({runs} runs after {WARMUP} warm-up; median ms)",
+        f"### a. Single config, cold process ({runs} runs after {WARMUP} warm-up; median ms)",
         "",
         f'Import floor `python -c "import yaml; from pydantic import BaseModel"`: '
         f"**{floor[0]:.1f} ms** (min {floor[1]:.1f}), peak RSS {floor_rss:.1f} MiB. "
@@ -364,7 +365,7 @@ def batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None):
     rate = {k: n / v[0] for k, v in res.items()}
     rate["loop"] = n / med_loop
     out = [
-        f"## b. {n:,} configs in one process (median of {runs} runs)",
+        f"### b. {n:,} configs in one process (median of {runs} runs)",
         "",
         desc,
         "",
@@ -445,7 +446,7 @@ def import_profile(moe: str, top: int = 15) -> list[str]:
             total += int(cumulative)
     rows.sort(reverse=True)
     out = [
-        f"## c. Import profile of a clean run ({top} slowest cumulative imports)",
+        f"### c. Import profile of a clean run ({top} slowest cumulative imports)",
         "",
         f"Command: `python -X importtime {' '.join(cmd)}`: {len(rows)} modules, "
         f"{total / 1000:.1f} ms cumulative over top-level imports (nested imports count inside "
@@ -523,7 +524,8 @@ def machine(rev: str | None) -> list[str]:
             else f"working tree at HEAD `{git.stdout.strip()}`"
             + (", with uncommitted changes in src/ or rules/" if dirty and dirty.stdout else "")
         ),
-        "- Bytecode: cached under a fresh `PYTHONPYCACHEPREFIX` that the warm-up runs fill"
+        "- Caches: bytecode under a fresh `PYTHONPYCACHEPREFIX`, moe-lint's under a fresh "
+        "`MOE_LINT_CACHE_DIR`, both filled by the warm-up runs"
         + (
             " (`PYTHONDONTWRITEBYTECODE` from this environment dropped)"
             if os.environ.get("PYTHONDONTWRITEBYTECODE")
@@ -548,8 +550,10 @@ def main() -> None:
     ap.add_argument("--output", type=Path, help="also write the Markdown report here")
     ap.add_argument("--rev", help="benchmark src/ and rules/ as of this git revision")
     args = ap.parse_args()
-    ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="moe-lint-bench-pyc-")
-    atexit.register(shutil.rmtree, ENV["PYTHONPYCACHEPREFIX"], True)
+    caches = tempfile.mkdtemp(prefix="moe-lint-bench-caches-")
+    atexit.register(shutil.rmtree, caches, True)
+    ENV["PYTHONPYCACHEPREFIX"] = os.path.join(caches, "pyc")
+    ENV["MOE_LINT_CACHE_DIR"] = os.path.join(caches, "moe-lint")  # moe-lint's rule cache, if any
     if args.rev:
         use_revision(args.rev)
     everything = args.all or not (args.single or args.batch or args.profile)
@@ -564,7 +568,7 @@ def main() -> None:
         sys.exit(f"error: not found: {', '.join(missing)}")
 
     started = time.perf_counter()
-    out = ["## Machine", "", *machine(args.rev), ""]
+    out = ["### Machine", "", *machine(args.rev), ""]
     summary: list[str] = []
     sections: list[str] = []
     if everything or args.single:
@@ -582,7 +586,7 @@ def main() -> None:
         sections += [*import_profile(moe), ""]
     if summary:
         out += [
-            "## Targets",
+            "### Targets",
             "",
             "| measure | measured | target | met |",
             "|---|---:|---:|---|",
