@@ -278,7 +278,7 @@ class Template(NamedTuple):
             value = lookup(name)
             if conv == "r":
                 value = repr(value)
-            if isinstance(value, float) and not spec and value == int(value):
+            if isinstance(value, float) and not spec and value.is_integer():
                 value = int(value)
             if isinstance(value, list) and not spec:
                 value = "[" + ", ".join(str(v) for v in value) + "]"
