@@ -58,6 +58,20 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     return code, out, err
 
 
+def assert_tool_current(script: str) -> None:
+    """A generated file is up to date: ``tools/<script> --check`` exits 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / script), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def codes(findings: list[Finding]) -> list[str]:
     return [f.code for f in findings]
 

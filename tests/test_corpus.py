@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, REPO
+from conftest import CORPUS, REPO, assert_tool_current
 from moe_lint.cli import main
 
 _spec = importlib.util.spec_from_file_location("corpus_report", REPO / "tools" / "corpus_report.py")
@@ -63,13 +61,7 @@ def test_full_dumps_have_no_error(
 
 
 def test_readme_corpus_report_is_current() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "corpus_report.py"), "--check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_tool_current("corpus_report.py")
 
 
 def test_corpus_is_complete() -> None:

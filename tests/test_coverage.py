@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from conftest import REPO
+from conftest import assert_tool_current
 
 
 def test_coverage_table_is_complete_and_current() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "coverage.py"), "--check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_tool_current("coverage.py")
 
 
 def test_every_new_rule_names_its_source_check() -> None:
@@ -26,10 +17,4 @@ def test_every_new_rule_names_its_source_check() -> None:
 
 
 def test_rule_pages_are_current() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "rule_docs.py"), "--check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_tool_current("rule_docs.py")

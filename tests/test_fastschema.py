@@ -9,19 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
+from conftest import REPO, assert_tool_current
 from moe_lint.fastschema import fast_validate, spec
 from moe_lint.schema import SECTIONS
 
 
 def test_compiled_spec_is_current() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "gen_schema_fields.py"), "--check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_tool_current("gen_schema_fields.py")
 
 
 values = st.one_of(
