@@ -15,6 +15,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "data" / "corpus"
 README = REPO / "README.md"
@@ -81,13 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     head, _, rest = readme.partition(START)
     _, _, tail = rest.partition(END)
     updated = f"{head}{START}\n{build_report()}{END}{tail}"
-    if ns.check:
-        if updated != readme:
-            print("README corpus report is out of date: run python tools/corpus_report.py")
-            return 1
-        return 0
-    README.write_text(updated, encoding="utf-8")
-    return 0
+    return write_or_check(README, updated, check=ns.check, command="python tools/corpus_report.py")
 
 
 if __name__ == "__main__":

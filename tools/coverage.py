@@ -19,6 +19,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check
+
 REPO = Path(__file__).resolve().parent.parent
 DOMAIN = REPO / "docs" / "domain" / "02-megatron-checks-and-memory.md"
 DECISIONS = REPO / "docs" / "coverage"
@@ -123,17 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     ns = parser.parse_args(argv)
     text, problems = build()
-    if ns.check:
-        for problem in problems:
-            print(problem)
-        if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text:
-            print("docs/coverage.md is out of date: run python tools/coverage.py")
-            return 1
-        return 1 if problems else 0
-    OUTPUT.write_text(text, encoding="utf-8")
     for problem in problems:
         print(problem)
-    return 0
+    stale = write_or_check(OUTPUT, text, check=ns.check, command="python tools/coverage.py")
+    return 1 if stale or (ns.check and problems) else 0
 
 
 if __name__ == "__main__":

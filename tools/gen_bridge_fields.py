@@ -34,6 +34,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check
+
 try:  # pragma: no cover - depends on the local libyaml build
     Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
@@ -298,14 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{count} unknown key path(s)", file=sys.stderr)
         return 0
     text = json.dumps(built, sort_keys=True, indent=1) + "\n"
+    code = write_or_check(
+        args.out, text, check=args.check, command="python tools/gen_bridge_fields.py"
+    )
     if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-        if current != text:
-            print(f"{args.out} is out of date; run tools/gen_bridge_fields.py", file=sys.stderr)
-            return 1
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+        return code
     data = json.loads(text)
     n_fields = sum(len(v) for v in data["sections"].values())
     shown = args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out

@@ -16,6 +16,9 @@ from typing import Any
 
 from annotated_types import Ge, Le
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check
+
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "src" / "moe_lint" / "data" / "schema_fields.json"
 
@@ -78,13 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     ns = parser.parse_args(argv)
     text = json.dumps(build(), indent=1, sort_keys=True) + "\n"
-    if ns.check:
-        if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text:
-            print("schema_fields.json is out of date: run python tools/gen_schema_fields.py")
-            return 1
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(OUTPUT, text, check=ns.check, command="python tools/gen_schema_fields.py")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ sys.path.insert(0, str(REPO / "src"))
 from moe_lint.memory import GIB, Estimate, MemorySettings, estimate  # noqa: E402
 from moe_lint.settings import gpu_catalogue, preset_fields  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check  # noqa: E402
+
 MEASUREMENTS = REPO / "tests" / "data" / "memory-measurements.yaml"
 OUTPUT = REPO / "docs" / "memory-validation.md"
 
@@ -390,16 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     text = render(predict())
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is out of date; run python tools/memory_report.py",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    code = write_or_check(
+        args.output, text, check=args.check, command="python tools/memory_report.py"
+    )
+    if not args.check:
+        print(f"wrote {args.output}")
+    return code
 
 
 if __name__ == "__main__":
