@@ -35,8 +35,13 @@ _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
-    "derivation", "fix", "source", "docs", "covers", "versions",
+    "derivation", "fix", "source", "stage", "docs", "covers", "versions",
 }  # fmt: skip
+#: When the framework check an error rule anticipates raises (Bridge's ConfigContainer.validate
+#: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
+#: ``process-groups``; module constructors are ``model-build``; the first forward/backward or
+#: optimizer step, an out-of-memory included, is ``first-step``).
+STAGES = ("config", "process-groups", "model-build", "first-step")
 #: Catalogue IDs from docs/domain (PAR-01, ATT-14, BR-07, RT-01, SEED-R1, ...).
 _COVER_ID = re.compile(r"^[A-Z]+-[A-Z0-9.]+$")
 _DOC_KEYS = {"what", "why", "example", "use_instead", "references", "example_args"}
@@ -74,6 +79,8 @@ class Rule(NamedTuple):
     source: str
     docs: dict[str, Any]
     pack: str
+    #: For error rules: when the real check raises (one of STAGES); None for other severities.
+    stage: str | None = None
     #: Fact names any of its expressions read (for the automatic derivation line).
     facts_used: frozenset[str] = frozenset()
     #: Catalogue IDs (docs/domain) this rule encodes; see docs/coverage.md.
@@ -287,6 +294,9 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
     ):
         raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
     versions = _versions(entry.get("versions"), where)
+    stage = entry.get("stage")
+    if stage is not None and stage not in STAGES:
+        raise RulePackError(f"{where}: stage must be one of {STAGES}")
     return Rule(
         code=code,
         name=name,
@@ -303,6 +313,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         source=entry["source"].strip(),
         docs=docs,
         pack=pack,
+        stage=stage,
         facts_used=frozenset(used & FACT_NAMES),
         covers=tuple(covers),
         versions=versions,

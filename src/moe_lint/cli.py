@@ -500,6 +500,7 @@ def rule_json(rule: Any) -> dict[str, Any]:
         "pack": rule.pack,
         "fix": rule.fix.applicability if rule.fix else None,
         "source": rule.source,
+        "stage": rule.stage,
         "docs": rule.docs,
     }
 
@@ -524,7 +525,8 @@ def explain_text(rule: Any) -> str:
         f"# {rule.name} ({rule.code})",
         "",
         f"Severity: {rule.severity}. Fix: "
-        f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}.",
+        f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}"
+        + (f" (raises at: {rule.stage})." if rule.stage else "."),
         "",
         "## What it does",
         docs["what"].strip(),

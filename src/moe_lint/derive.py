@@ -279,8 +279,11 @@ def _derive_cluster(f: Facts, cluster: Cluster) -> None:
         domain = nvlink.get("domain_size")
         if domain:
             f.put("nvlink_domain", int(domain), f"{name}: NVLink domain of {domain} GPUs")
-        cc = float(spec.get("compute_capability") or 0)
-        f.put("gpu_cc", cc, f"{name}: compute capability {spec.get('compute_capability')}")
+        if spec.get("compute_capability"):
+            cc = float(spec["compute_capability"])
+            f.put("gpu_cc", cc, f"{name}: compute capability {spec['compute_capability']}")
+        else:
+            f.miss("gpu_cc", f"{name}: compute capability not in the GPU catalogue")
         support = spec.get("precision_support") or {}
         fp8 = any(support.get(k) for k in ("fp8_tensorwise", "fp8_delayed", "fp8_blockwise"))
         f.put("gpu_fp8", fp8, f"{name}: FP8 {'supported' if fp8 else 'not supported'}")

@@ -25,6 +25,7 @@ GPU_ALIASES = {
     "b300": "b300",
     "gb200": "gb200-nvl72",
     "gb300": "gb300-nvl72",
+    "vr200": "vr200-nvl72",
 }
 
 _DIRECTIVE = re.compile(r"#\s*moe-lint:\s*(?P<body>.*)$")
