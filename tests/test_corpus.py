@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from conftest import CORPUS, REPO, assert_tool_current
+from conftest import (
+    CORPUS,
+    DUMPS,
+    MEMORY_MODEL_GAPS,
+    REPO,
+    ROOT_CAUSES,
+    VERDICTS,
+    assert_tool_current,
+)
 from moe_lint.cli import main
 
 _spec = importlib.util.spec_from_file_location("corpus_report", REPO / "tools" / "corpus_report.py")
@@ -34,45 +42,6 @@ def test_corpus_file_lints_without_crash(
     assert "Traceback" not in err and "internal error" not in err
     if code == 2:
         assert err.count("\n") == 1
-
-
-DUMPS = CORPUS / "bridge-full-dumps"
-
-
-def _verdicts() -> dict[str, dict[str, str]]:
-    """VERDICTS.tsv: what the real Bridge 0.6.2 / Megatron-Core 0.19.2 code says per dump."""
-    rows: dict[str, dict[str, str]] = {}
-    columns: list[str] = []
-    for line in (DUMPS / "VERDICTS.tsv").read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        cells = line.split("\t")
-        if not columns:
-            columns = cells
-            continue
-        rows[cells[0]] = dict(zip(columns, cells + [""] * (len(columns) - len(cells)), strict=True))
-    # The seven dumps that predate VERDICTS.tsv pass Bridge's validation and run (corpus README).
-    for path in DUMPS.glob("*.yaml"):
-        rows.setdefault(path.name, {"file": path.name, "verdict": "ok", "message": ""})
-    return rows
-
-
-VERDICTS = _verdicts()
-
-#: The root cause each framework message in VERDICTS.tsv names -> the rule that must report it.
-ROOT_CAUSES = {
-    "is not divisible by expert_tensor_model_pipeline_parallel size": "PAR002",
-    "--data-cache-path must be provided when using --dataloader-fast-cache-load": "SEQ003",
-    "MXFP8 needs compute capability": "FP005",
-}
-
-#: MEM001 on dumps NVIDIA runs: the memory model over-predicts them (issue 12, memory model v2).
-MEMORY_MODEL_GAPS = {
-    "deepseek_v3_pretrain_128gpu_gb300_fp8mx_hsdp_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb200_bf16_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb300_bf16_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb300_nvfp4_config.yaml",
-}
 
 
 def _lint_dump(name: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]]]:
