@@ -10,17 +10,26 @@ SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 APPLICABILITIES = ("safe", "unsafe", "display-only")
 
 
-def primary_source(source: str) -> str:
-    """The first of several ';'-separated sources, ignoring ';' inside parentheses."""
-    depth = 0
+def split_sources(source: str) -> list[str]:
+    """The ';'-separated sources of a rule, ignoring ';' inside parentheses or brackets."""
+    parts: list[str] = []
+    depth = start = 0
     for i, char in enumerate(source):
         if char in "([":
             depth += 1
         elif char in ")]":
             depth -= 1
         elif char == ";" and depth == 0:
-            return source[:i].strip()
-    return source.strip()
+            parts.append(source[start:i].strip())
+            start = i + 1
+    parts.append(source[start:].strip())
+    return [part for part in parts if part]
+
+
+def primary_source(source: str) -> str:
+    """The first of several ';'-separated sources (an error rule's primary raise site)."""
+    parts = split_sources(source)
+    return parts[0] if parts else source.strip()
 
 
 class Edit(NamedTuple):
