@@ -573,6 +573,11 @@ def cuda_graph_settings(ctx: Context) -> Iterator[Violation]:
         impl = "local" if enable else "transformer_engine" if external else "none"
     scope = model.get("cuda_graph_scope")
     modules = model.get("cuda_graph_modules")
+    from moe_lint.normalize import scope_is_canonical
+
+    if scope_is_canonical(cfg):  # Megatron-Core < 0.18 has no cuda_graph_modules field
+        modules = None
+        scope = "full" if scope is None else scope
     if scope is not None and modules not in ("full", None, []):
         yield _violation(
             "model.cuda_graph_scope",
@@ -664,8 +669,60 @@ def cuda_graph_settings(ctx: Context) -> Iterator[Violation]:
             )
 
 
+def _bridge_graph_names(value: Any) -> list[str]:
+    """Bridge ``utils/cuda_graph.py::_member_name_list``: "" / "full" -> [], "a,b" -> [a, b]."""
+    if value is None or value in ("", "full"):
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",")]
+    items = value if isinstance(value, list) else [value]
+    return [str(v).rsplit(".", 1)[-1] for v in items]
+
+
+def local_cuda_graph(ctx: Context) -> Iterator[Violation]:
+    """Bridge >= 0.6 accepts cuda_graph_impl local only for full-iteration (or inference) graphs.
+
+    ``validate_cuda_graph_configuration`` runs in ``ConfigContainer.validate`` on the values as
+    written, before Megatron-Core migrates anything, and again after ``model.finalize()``. A
+    written ``local`` passes only when a module/scope name is ``full_iteration``, or when no
+    per-layer module is named and inference_cuda_graph_scope is layer or block. The legacy
+    ``enable_cuda_graph: true`` leaves the written impl ``none``: Bridge then clears the modules,
+    and after finalize the default inference scope ``layer`` makes it a local inference graph,
+    which passes both calls.
+    """
+    cfg = ctx.config
+    model = cfg.raw.get("model")
+    if not isinstance(model, dict) or model.get("cuda_graph_impl") != "local":
+        return
+    modules, scope = model.get("cuda_graph_modules"), model.get("cuda_graph_scope")
+    names = _bridge_graph_names(modules) + _bridge_graph_names(scope)
+    if "full_iteration" in names:
+        return
+    layers = [n for n in dict.fromkeys(names) if n not in ("full_iteration_inference", "full")]
+    if not layers:
+        # A recipe may supply a full_iteration scope (Bridge's Llama perf recipes do).
+        dump = cfg.form == "full-dump"
+        if not dump and not (
+            cfg.explicit("model.cuda_graph_scope") and cfg.explicit("model.cuda_graph_modules")
+        ):
+            return
+        inference = set(_bridge_graph_names(model.get("inference_cuda_graph_scope")))
+        if inference & {"layer", "block"}:
+            return
+    written = [
+        key
+        for key in ("cuda_graph_impl", "cuda_graph_modules", "cuda_graph_scope")
+        if cfg.physical(f"model.{key}") in cfg.doc.spans
+    ]
+    yield _violation(
+        f"model.{written[0] if written else 'cuda_graph_impl'}",
+        scope=f"scopes [{', '.join(layers)}]" if layers else "whole-layer capture",
+    )
+
+
 CHECKS: dict[str, PythonCheck] = {
     "cuda-graph-settings": PythonCheck(cuda_graph_settings, frozenset({"problem", "hint"})),
+    "local-cuda-graph": PythonCheck(local_cuda_graph, frozenset({"scope"})),
     "mixed-precision-overwrites": PythonCheck(
         mixed_precision_overwrites, frozenset({"key", "written", "source", "used", "remedy"})
     ),

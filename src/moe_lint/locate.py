@@ -89,7 +89,7 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
                 return _edit(
                     text, span.value_start.index, span.value_end.index, render_scalar(value)
                 )
-            return None
+            return _replace_target_node(doc, path, span, value)
         return _edit(
             text, span.value_start.index, span.value_end.index, render_scalar(value, span.style)
         )
@@ -134,6 +134,50 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     prefix = "" if insert_at == 0 or text[insert_at - 1] == "\n" else eol
     content = f"{prefix}{' ' * indent}{key}: {render_scalar(value)}{eol}"
     return _edit(text, insert_at, insert_at, content)
+
+
+def _replace_target_node(doc: Document, path: ConfigPath, span: Any, value: Any) -> Edit | None:
+    """Rewrite a block ``{_target_: ...}`` node (a Bridge dump's dtype/enum form) as a scalar.
+
+    Only such nodes: they stand for one value, which the normalized config already reads as a
+    scalar. Everything from the colon after the key to the end of the node's last line is
+    replaced, so comment lines after the node stay.
+    """
+    if span.flow or span.key_end is None or isinstance(value, list | dict):
+        return None
+    node: Any = doc.data
+    for part in path:
+        children_of: dict[Any, Any] = (
+            node
+            if isinstance(node, dict)
+            else dict(enumerate(node))
+            if isinstance(node, list)
+            else {}
+        )
+        if part not in children_of:
+            return None
+        node = children_of[part]
+    if not isinstance(node, dict) or "_target_" not in node:
+        return None
+    text = doc.text
+    depth = len(path)
+    children = [
+        doc.spans[p] for p in list(doc.spans.keys()) if len(p) > depth and p[:depth] == path
+    ]
+    if not children:
+        return None
+    end = max(s.value_end.index for s in children)
+    if text[end - 1 : end] == "\n":
+        end -= 1
+    else:
+        newline = text.find("\n", end)
+        end = len(text) if newline < 0 else newline
+    if text[end - 1 : end] == "\r":
+        end -= 1
+    start = text.find(":", span.key_end.index, span.value_start.index)
+    if start < 0:
+        return None
+    return _edit(text, start, end, ": " + render_scalar(value))
 
 
 def replace_item_edit(doc: Document, path: ConfigPath, new_text: str) -> Edit | None:

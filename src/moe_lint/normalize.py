@@ -1,7 +1,8 @@
 """Stage 2: the loaded YAML -> the config Megatron Bridge would actually run.
 
 Reproduces what Bridge and Megatron-Core do to a config before they check it (docs/domain/01 §b,
-02 §1): the ``ConfigContainer:`` wrapper and full-dump forms, CLI overrides, model presets,
+02 §1): the ``ConfigContainer:`` wrapper and full-dump forms (with the ``{_target_: ...}`` object
+nodes of ``to_yaml`` read as the values they stand for), CLI overrides, model presets,
 Bridge's ETP default, sequence parallelism forced off at TP=1, the ``core_attn`` default for
 selective recompute, migration of deprecated CUDA-graph flags, and a ``mixed_precision`` recipe
 overwriting the model's precision fields. Each adjustment is recorded as a note so findings can
@@ -103,6 +104,8 @@ class Config:
     #: Override text per dotted path, for derivations.
     override_text: dict[str, str] = field(default_factory=dict)
     preset: str | None = None
+    #: Framework versions the user stated (package key -> version tuple; absent = newest).
+    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """Effective value of a typed field, or the raw value of any other path."""
@@ -155,6 +158,71 @@ def detect_root(data: dict[str, Any]) -> tuple[ConfigPath, str]:
     raise NotBridgeConfig(
         "not a Megatron Bridge config (no ConfigContainer sections such as model/train/dataset)"
     )
+
+
+#: Enums whose member values moe-lint knows, so the enum form's ``_args_`` (what
+#: ``from_yaml`` calls the class with) wins over its ``_name_``: MCore
+#: ``megatron/core/transformer/enums.py::AttnBackend``.
+_ENUM_VALUES: dict[str, dict[Any, str]] = {
+    "megatron.core.transformer.enums.AttnBackend": {
+        1: "flash", 2: "fused", 3: "unfused", 4: "local", 5: "auto",
+    },
+}  # fmt: skip
+_ENUM_KEYS = frozenset({"_target_", "_call_", "_args_", "_name_"})
+
+
+def _untarget_one(node: dict[str, Any]) -> Any:
+    """One mapping written by Bridge's ``to_yaml`` -> the value the run gets, or ``node``.
+
+    MCore ``megatron/training/config/yaml_utils.py`` writes torch dtypes, functions and
+    classes as ``{_target_: name, _call_: false}``, which ``from_yaml``
+    (``instantiate_utils.py::instantiate_node``) resolves to the named object itself: moe-lint
+    reads the name (``torch.float32``, ``torch.nn.functional.silu``). Enum members are written
+    as ``{_target_: EnumCls, _call_: true, _args_: [value], _name_: name}`` and rebuilt as
+    ``EnumCls(value)``: moe-lint reads the member name. Partials, dataclasses and HF configs
+    stay mappings.
+    """
+    target = node.get("_target_")
+    if not isinstance(target, str):
+        return node
+    call = node.get("_call_", True)
+    if call is False and len(node) == 2:
+        return target
+    if call is True and node.keys() == _ENUM_KEYS and isinstance(node["_name_"], str):
+        args = node["_args_"]
+        known = _ENUM_VALUES.get(target)
+        if known is not None and isinstance(args, list) and len(args) == 1:
+            value = args[0]
+            if isinstance(value, int) and not isinstance(value, bool) and value in known:
+                return known[value]
+        return node["_name_"]
+    return node
+
+
+def untarget(node: Any) -> Any:
+    """``node`` with every ``to_yaml`` object form replaced (see _untarget_one).
+
+    Returns ``node`` itself when nothing in it changes, so the document's tree is shared, not
+    copied; changed mappings and lists are new objects (the document keeps its own values).
+    """
+    if isinstance(node, dict):
+        if "_target_" in node:
+            replaced = _untarget_one(node)
+            if replaced is not node:
+                return replaced
+        out: dict[str, Any] | None = None
+        for key, value in node.items():
+            new = untarget(value)
+            if new is not value:
+                if out is None:
+                    out = dict(node)
+                out[key] = new
+        return node if out is None else out
+    if isinstance(node, list):
+        items = [untarget(v) for v in node]
+        if any(a is not b for a, b in zip(items, node, strict=True)):
+            return items
+    return node
 
 
 def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> dict[str, Any]:
@@ -217,15 +285,19 @@ def normalize(
     overrides: list[Override] | None = None,
     preset: dict[str, Any] | None = None,
     preset_name: str | None = None,
+    versions: dict[str, tuple[int, ...]] | None = None,
 ) -> Config:
     """Build the :class:`Config` Bridge would run from a loaded document."""
     root, form = detect_root(doc.data)
     raw_root: Any = doc.data
     for part in root:
         raw_root = raw_root[part]
+    raw_root = untarget(raw_root)
     # Overrides edit the tree; copy it only then (the document keeps the file's own values).
     raw = copy.deepcopy(raw_root) if overrides else raw_root
-    cfg = Config(doc=doc, root=root, form=form, raw=raw, preset=preset_name)
+    cfg = Config(
+        doc=doc, root=root, form=form, raw=raw, preset=preset_name, versions=dict(versions or {})
+    )
     overrides = overrides or []
     if overrides:
         apply_overrides(raw, overrides, ())
@@ -286,6 +358,65 @@ def _set(cfg: Config, dotted: str, value: Any, note: str) -> None:
     cfg.unknown.discard(dotted)
 
 
+def scope_is_canonical(cfg: Config) -> bool:
+    """True for Megatron-Core < 0.18, where cuda_graph_scope is the only graph-module field.
+
+    Megatron-LM PR #4292 (first in core_v0.18.0) added cuda_graph_modules and deprecated the
+    scope; before it a cuda_graph_modules key is no TransformerConfig field at all.
+    """
+    from moe_lint.versions import below
+
+    version = cfg.versions.get("megatron-core")
+    return version is not None and below(version, (0, 18))
+
+
+def bridge_clears_graph_modules(cfg: Config) -> bool:
+    """True for Bridge >= 0.6, whose ConfigContainer.validate clears the graph modules and scope
+    of a model whose cuda_graph_impl is "none" before Megatron-Core migrates the deprecated
+    enable_cuda_graph / external_cuda_graph flags (``validate_cuda_graph_configuration``,
+    Bridge PR #4607, first in v0.6.0)."""
+    from moe_lint.versions import below
+
+    version = cfg.versions.get("bridge")
+    return version is None or not below(version, (0, 6))
+
+
+def _migrate_cuda_graph_scope(cfg: Config) -> None:
+    """cuda_graph_scope -> cuda_graph_modules as Megatron-Core does it.
+
+    MCore 0.19.2 ``TransformerConfig.__post_init__``: a scope that is not None replaces the
+    modules when they are "full" (the default), None or [] (plain equality, so ["full"] is not
+    among them); any other pair asserts "cuda_graph_scope and cuda_graph_modules cannot be set
+    together", which CG007 reports, so the modules are left as written. Enum members count by
+    name. Before 0.18 the scope (default "full") is the field and cuda_graph_modules is ignored.
+    """
+    v = cfg.values
+    modules = v.get("model.cuda_graph_modules")
+    scope = v.get("model.cuda_graph_scope")
+    if scope_is_canonical(cfg):
+        if "model.cuda_graph_scope" in cfg.unknown:
+            cfg.unknown.add("model.cuda_graph_modules")
+        elif scope is None and modules is None:
+            v["model.cuda_graph_modules"] = "full"  # the scope's default before 0.18
+        else:
+            ignored = "; cuda_graph_modules is ignored" if modules is not None else ""
+            _set(
+                cfg,
+                "model.cuda_graph_modules",
+                "full" if scope is None else scope,
+                f"Megatron-Core < 0.18 reads cuda_graph_scope only{ignored}",
+            )
+    elif "model.cuda_graph_scope" in cfg.unknown and (modules in ("full", None) or modules == []):
+        cfg.unknown.add("model.cuda_graph_modules")  # an unresolved scope may replace them
+    elif scope is not None and (modules in ("full", None) or modules == []):
+        _set(
+            cfg,
+            "model.cuda_graph_modules",
+            scope,
+            "cuda_graph_scope (deprecated) -> cuda_graph_modules (TransformerConfig.__post_init__)",
+        )
+
+
 def _apply_framework_rules(cfg: Config) -> None:
     v = cfg.values
     tp = v.get("model.tensor_model_parallel_size", 1)
@@ -325,6 +456,18 @@ def _apply_framework_rules(cfg: Config) -> None:
 
     # Deprecated CUDA-graph flags (Megatron-Core migrates them with a warning).
     impl = v.get("model.cuda_graph_impl", "none")
+    legacy = v.get("model.enable_cuda_graph") or v.get("model.external_cuda_graph")
+    if impl == "none" and legacy and bridge_clears_graph_modules(cfg):
+        # Only the legacy flags turn graphs on after that point; otherwise impl stays none.
+        for dotted in ("model.cuda_graph_modules", "model.cuda_graph_scope"):
+            if v.get(dotted) not in (None, [], "full", ""):
+                _set(
+                    cfg,
+                    dotted,
+                    [],
+                    f"{dotted.split('.')[1]} cleared: cuda_graph_impl is none when Bridge checks "
+                    "the graph settings (utils/cuda_graph.py::validate_cuda_graph_configuration)",
+                )
     if v.get("model.enable_cuda_graph") and impl == "none":
         impl = "local"
         _set(cfg, "model.cuda_graph_impl", impl, "enable_cuda_graph=true -> cuda_graph_impl=local")
@@ -336,20 +479,7 @@ def _apply_framework_rules(cfg: Config) -> None:
             impl,
             "external_cuda_graph=true -> cuda_graph_impl=transformer_engine",
         )
-    modules = v.get("model.cuda_graph_modules")
-    scope = v.get("model.cuda_graph_scope")
-    if modules is None and scope is not None:
-        modules = scope
-        note = "cuda_graph_scope (deprecated) -> cuda_graph_modules"
-        if scope == "full_iteration" or (isinstance(scope, list) and "full_iteration" in scope):
-            _set(
-                cfg,
-                "model.cuda_graph_impl",
-                "full_iteration",
-                "cuda_graph_scope=full_iteration -> cuda_graph_impl=full_iteration",
-            )
-            modules = []
-        _set(cfg, "model.cuda_graph_modules", modules, note)
+    _migrate_cuda_graph_scope(cfg)
     modules = v.get("model.cuda_graph_modules")
     if modules == "full_iteration" or (isinstance(modules, list) and "full_iteration" in modules):
         _set(
