@@ -219,6 +219,8 @@ def normalize(
     preset_name: str | None = None,
 ) -> Config:
     """Build the :class:`Config` Bridge would run from a loaded document."""
+    if doc.skip is not None:
+        raise NotBridgeConfig(doc.skip)
     root, form = detect_root(doc.data)
     raw_root: Any = doc.data
     for part in root:
