@@ -141,8 +141,7 @@ def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path:
     cases = {
         "syntax.yaml": "model:\n  tensor_model_parallel_size: [1,\n",
         "python.yaml": "model: !!python/object/apply:os.system ['echo hi']\n",
-        "list.yaml": "- 1\n- 2\n",
-        "empty.yaml": "",
+        "two-documents.yaml": "model: {}\n---\ntrain: {}\n",
         "binary.yaml": "\x00\x01\x02",
     }
     for name, text in cases.items():
@@ -204,10 +203,14 @@ def test_fix_writes_atomically_and_keeps_mode(
     path = tmp_path / "broken.yaml"
     path.write_text(BROKEN.read_text())
     os.chmod(path, 0o640)
-    code, _, _ = run(capsys, str(path), "--fix", "--format", "concise")
+    code, _, err = run(capsys, str(path), "--fix", "--format", "concise")
     text = path.read_text()
     assert "recompute_modules: [mla_up_proj, layernorm, moe, mlp]   # the guidance's" in text
-    assert "sequence_parallel: true" in text
+    # Turning sequence parallelism on at CP = 24 would add an error (seq 131072 % TP·CP != 0),
+    # so that fix is refused, with the reason, and the rest are applied.
+    assert "sequence_parallel: false" in text
+    assert f"{path}:11: MOE003 fix not applied: it would add error " in err
+    assert "Fixed 4 findings in 1 file (" in err
     assert oct(path.stat().st_mode & 0o777) == oct(0o640)
     assert code == 1  # unfixable errors remain
     assert [p.name for p in tmp_path.iterdir()] == ["broken.yaml"]  # no temp file left

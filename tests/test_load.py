@@ -66,21 +66,68 @@ def test_duplicates_are_recorded() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("a: !!python/object/apply:os.system ['x']\n", "unsupported YAML tag"),
-        ("a: !custom 1\n", "unsupported YAML tag"),
-        ("a: [1,\n", "YAML syntax error"),
-        ("- 1\n", "top level is a list"),
-        ("just a string\n", "top level is a scalar"),
-        ("", "empty file"),
+        ("model: !!python/object/apply:os.system ['x']\n", "unsupported YAML tag"),
+        ("model: !custom 1\n", "unsupported YAML tag"),
+        ("model: [1,\n", "YAML syntax error"),
+        ('"train": {a: [1}\n', "YAML syntax error"),
         ("a: &a [*a]\n", "recursive alias"),
         ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 80)), "nesting deeper"),
-        ("a: 1\n---\nb: 2\n", "more than one YAML document"),
-        ("a: *nope\n", "undefined alias"),
+        ("model: 1\n---\nb: 2\n", "more than one YAML document"),
+        ("a: 1\n---\ntrain: {}\n", "line 3: more than one YAML document"),
+        ("model: {}\n---\n", "more than one YAML document"),
+        ("model: *nope\n", "undefined alias"),
     ],
 )
 def test_hostile_input(text: str, needle: str) -> None:
     with pytest.raises(InputError, match=needle):
         parse_text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "skip"),
+    [
+        ("", "empty file"),
+        ("  \n\n", "empty file"),
+        ("- 1\n", "top level is a list, not a Megatron Bridge config"),
+        ("- model: {}\n", "top level is a list, not a Megatron Bridge config"),
+        ("just a string\n", "top level is a scalar, not a Megatron Bridge config"),
+        ("a: 1\n---\nb: 2\n", "2 YAML documents, not a Megatron Bridge config"),
+        ("---\na: 1\n---\n- x\n---\n", "3 YAML documents, not a Megatron Bridge config"),
+        (
+            "a: [1,\n",
+            "not a Megatron Bridge config (and not valid YAML: line 2, column 1: YAML syntax",
+        ),
+        (
+            "Resources:\n  B: !Ref X\n",
+            "not a Megatron Bridge config (line 2: unsupported YAML tag '!Ref')",
+        ),
+        ("a: *nope\n", "not a Megatron Bridge config (and not valid YAML: "),
+    ],
+)
+def test_not_config_yaml_is_skipped(text: str, skip: str) -> None:
+    doc = parse_text(text)
+    assert doc.skip is not None and doc.skip.startswith(skip), doc.skip
+    assert doc.data == {}
+
+
+def test_comment_only_and_empty_documents_are_no_keys() -> None:
+    for text in ("# only a comment\n", "---\n# c\n", "---\n---\n"):
+        doc = parse_text(text)
+        assert doc.skip is None and doc.data == {}
+
+
+def test_deep_text_composes_every_document() -> None:
+    """Past SAFE_C_DEPTH the event composer runs: it too sees each document."""
+    from moe_lint.load import SAFE_C_DEPTH, compose
+
+    wide = "x: [" + "[], " * SAFE_C_DEPTH + "]\n"  # many brackets, shallow: the event path
+    nodes = compose(wide + "---\ny: &a 1\n---\nz: 2\n")
+    assert [n.value[0][0].value for n in nodes] == ["x", "y", "z"]
+    with pytest.raises(InputError, match="undefined alias"):  # anchors stay in their document
+        compose(wide + "---\ny: &a 1\n---\nz: *a\n")
+    assert parse_text(wide + "---\ny: 2\n").skip == "2 YAML documents, not a Megatron Bridge config"
+    with pytest.raises(InputError, match="line 3: more than one YAML document"):
+        parse_text(wide + "---\nmodel: {}\n---\nz: 2\n")
 
 
 def test_billion_laughs_is_bounded() -> None:

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO
 
 EXAMPLES = REPO / "examples"
+NOT_CONFIG = REPO / "tests" / "data" / "not-config"
 
 
 def _pre_commit() -> list[str]:
@@ -39,6 +40,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(EXAMPLES / "dsv3_128k_h100.yaml", root / "good.yaml")
     shutil.copy(EXAMPLES / "dsv3_128k_h100_broken.yaml", root / "bad.yaml")
     shutil.copy(EXAMPLES / "dsv3_128k_h100_broken.yaml", root / "fixme.yaml")
+    shutil.copytree(NOT_CONFIG, root / "other", ignore=shutil.ignore_patterns("*.md"))
     subprocess.run(["git", "add", "."], cwd=root, check=True, env=env)
     return root
 
@@ -55,15 +57,19 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def try_repo(project: Path, hook: str, file: str) -> subprocess.CompletedProcess[str]:
-    cmd = [*_pre_commit(), "try-repo", str(REPO), hook, "--files", file]
+def try_repo(project: Path, hook: str, *files: str) -> subprocess.CompletedProcess[str]:
+    cmd = [*_pre_commit(), "try-repo", str(REPO), hook, "--files", *files]
     return subprocess.run(
         cmd, cwd=project, capture_output=True, text=True, env=_git_env(), check=False, timeout=900
     )
 
 
 def test_hook_passes_good_config(project: Path) -> None:
-    proc = try_repo(project, "moe-lint", "good.yaml")
+    """A good config, committed with YAML that is not a Bridge config (tests/data/not-config:
+    k8s manifests, a workflow, an RL env list, empty and comment-only files...): passes."""
+    others = sorted(f"other/{p.name}" for p in NOT_CONFIG.glob("*.y*ml"))
+    assert len(others) >= 5
+    proc = try_repo(project, "moe-lint", "good.yaml", *others)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Passed" in proc.stdout
 

@@ -67,7 +67,12 @@ def _check_parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, help="output format (default: text)")
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    out.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    out.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print findings only: no summary, no notices for skipped non-config YAML",
+    )
     out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     out.add_argument(
         "--summary",
@@ -101,6 +106,9 @@ def _check_parser() -> argparse.ArgumentParser:
     fx.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     fx.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     fx.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
+    fx.add_argument(
+        "--show-fixes", action="store_true", help="list each fix applied (file:line: CODE fix)"
+    )
     return p
 
 
@@ -185,6 +193,7 @@ def _cmd_check(argv: list[str]) -> int:
     ns.catalogue = catalogue
     results: list[FileResult] = []
     changed = 0
+    outcomes: list[tuple[str, Any]] = []
     if ns.fix or ns.diff:
         linted = [
             _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
@@ -196,8 +205,10 @@ def _cmd_check(argv: list[str]) -> int:
         linted = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
     for result in linted:
         if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
-            result, did_change = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
-            changed += did_change
+            before = result.doc.text
+            result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+            changed += outcome.text != before
+            outcomes.append((result.path, outcome))
         results.append(result)
     if ns.diff:
         # Like `ruff --diff`: the diff is the output; exit 1 when something would change.
@@ -206,6 +217,7 @@ def _cmd_check(argv: list[str]) -> int:
                 print(f"{r.path}: error: {r.error}", file=sys.stderr)
         if any(r.error is not None for r in results):
             return EXIT_USAGE
+        _report_fixes(outcomes, ns, summary=False)
         if not ns.quiet:
             print(
                 f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
@@ -213,7 +225,35 @@ def _cmd_check(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         return EXIT_FINDINGS if changed else EXIT_OK
-    return _report(results, settings.fail_on, fmt, ns)
+    status = _report(results, settings.fail_on, fmt, ns)
+    if ns.fix:
+        _report_fixes(outcomes, ns, summary=True, left=sum(len(r.findings) for r in results))
+    return status
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _report_fixes(
+    outcomes: list[tuple[str, Any]], ns: argparse.Namespace, summary: bool, left: int = 0
+) -> None:
+    """On stderr, like the --diff summary: refused fixes (always), each applied fix
+    (--show-fixes), then ``Fixed N findings in M files (K left).`` (not with -q)."""
+    for path, outcome in outcomes:
+        for refusal in outcome.refused:
+            f = refusal.finding
+            print(f"{path}:{f.line}: {f.code} fix not applied: {refusal.reason}", file=sys.stderr)
+    if ns.show_fixes:
+        for path, outcome in outcomes:
+            for f in outcome.applied:
+                print(f"{path}:{f.line}: {f.code} {f.fix or f.name}", file=sys.stderr)
+    fixed = sum(len(o.applied) for _, o in outcomes)
+    refused = sum(len(o.refused) for _, o in outcomes)
+    if summary and not ns.quiet and (fixed or refused):
+        files = sum(1 for _, o in outcomes if o.applied)
+        done = f"Fixed {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
+        print(f"{done if fixed else 'No fixes applied'} ({left} left).", file=sys.stderr)
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
@@ -345,30 +385,42 @@ def _fix_file(
     overrides: Any,
     cli_cluster: Any,
     ns: argparse.Namespace,
-) -> tuple[Any, bool]:
-    """Run the fix loop on one file: write it (--fix) or print its diff (--diff)."""
-    from moe_lint.fix import fix_loop, unified_diff, write_atomic
+) -> tuple[Any, Any]:
+    """Run the fix loop on one file: write it (--fix) or print its diff (--diff).
+
+    Returns the result (with the fixed file's findings) and the loop's FixOutcome. The file's
+    own findings seed the loop, so a file with nothing to fix is never re-linted.
+    """
+    from moe_lint.fix import run_fixes, unified_diff, write_atomic
     from moe_lint.lint import lint_text
 
     doc = result.doc
+    linted: dict[str, Any] = {}
 
     def relint(text: str) -> list[Finding]:
         again = lint_text(text, catalogue, settings, overrides, cli_cluster, path=doc.path)
         if again.error is not None:
-            raise InputError(f"fix produced an unparsable file: {again.error}")
+            raise InputError(again.error)
+        if again.notice is not None:
+            raise InputError(f"it would no longer be a Bridge config ({again.notice})")
+        linted[text] = again
         return again.findings
 
-    new_text, remaining, _passes = fix_loop(doc.text, relint, ns.unsafe_fixes)
-    if new_text == doc.text:
-        return result, False
+    outcome = run_fixes(doc.text, relint, ns.unsafe_fixes, result.findings)
+    # A refused fix is not applicable to this file: report it as advice, not as `[fix: --fix]`.
+    refused = {(r.finding.code, r.finding.path) for r in outcome.refused}
+    for finding in outcome.remaining:
+        if (finding.code, finding.path) in refused:
+            finding.applicability, finding.edits = "display-only", []
+    if outcome.text == doc.text:
+        return result, outcome
     if ns.diff:
-        sys.stdout.write(unified_diff(doc.path, doc.text, new_text))
-        return result, True
-    write_atomic(doc.path, new_text, doc.had_bom)
-    refreshed = lint_text(new_text, catalogue, settings, overrides, cli_cluster, path=doc.path)
-    result.doc = refreshed.doc
-    result.findings = remaining
-    return result, True
+        sys.stdout.write(unified_diff(doc.path, doc.text, outcome.text))
+        return result, outcome
+    write_atomic(doc.path, outcome.text, doc.had_bom)
+    result.doc = linted[outcome.text].doc
+    result.findings = outcome.remaining
+    return result, outcome
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
@@ -466,7 +518,7 @@ def _write_format(
                 rows.extend(report.text_segments(finding, lines))
                 rows.append([("", None)])
         for r in results:
-            if r.notice:
+            if r.notice and not ns.quiet:
                 rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
         if not ns.quiet and not errors:
             fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)

@@ -2,6 +2,7 @@
 
 Edits come from parser marks (character indices into the decoded text), are applied in reverse
 order, and overlapping edits are dropped for this pass (the fix loop re-lints and tries again).
+A fix is applied only if re-linting the fixed text adds no error or warning (see run_fixes).
 Writes are atomic: a temporary file in the same folder, then ``os.replace``, keeping the mode.
 """
 
@@ -10,23 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
+from moe_lint.errors import InputError
 from moe_lint.findings import Edit, Finding
 
 MAX_FIX_PASSES = 10
 
 
-def applicable_edits(findings: Iterable[Finding], unsafe: bool) -> list[Edit]:
-    allowed = {"safe", "unsafe"} if unsafe else {"safe"}
-    edits: list[Edit] = []
-    for finding in findings:
-        if finding.applicability in allowed and finding.edits:
-            edits.extend(finding.edits)
-    return edits
-
-
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    """Splice non-overlapping edits into ``text``; later overlapping ones wait for a next pass."""
+def _choose(edits: Iterable[Edit]) -> list[Edit]:
+    """The edits of one pass: sorted, without overlaps (later overlapping ones wait)."""
     chosen: list[Edit] = []
     for edit in sorted(edits, key=lambda e: (e.start, e.end)):
         if chosen and (
@@ -35,29 +29,199 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
         ):
             continue
         chosen.append(edit)
+    return chosen
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """Splice non-overlapping edits into ``text``; later overlapping ones wait for a next pass."""
     out = text
-    for edit in reversed(chosen):
+    for edit in reversed(_choose(edits)):
         out = out[: edit.start] + edit.content + out[edit.end :]
     return out
+
+
+#: Severities a fix must not add: a fix that trades one problem for a new error or warning is
+#: not safe, whatever its rule says (info findings, such as assumptions, may appear).
+GUARDED = ("error", "warning")
+
+
+def _problem(finding: Finding) -> tuple[str, str]:
+    """Identity of a problem across re-lints: the rule family (``MEM`` of ``MEM001``) and the
+    config path. Line numbers move when a fix inserts lines; one family's rules at one path are
+    levels of one problem (MEM001 "will OOM" and MEM002 "may not fit" both sit at ``model``)."""
+    return finding.code.rstrip("0123456789"), finding.path
+
+
+@dataclass
+class Refusal:
+    """A fix that was not applied, and why."""
+
+    finding: Finding
+    reason: str
+
+
+@dataclass
+class FixOutcome:
+    """What the fix loop did to one text."""
+
+    text: str
+    #: Findings of the final text (the last re-lint; the input findings when nothing changed).
+    remaining: list[Finding]
+    passes: int = 0
+    #: Findings whose fixes were applied, as found in the text they were applied to.
+    applied: list[Finding] = field(default_factory=list)
+    #: Fixes of remaining findings that would add an error or warning to the final text.
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def added_problems(before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """Errors and warnings of ``after`` that make it worse than ``before``.
+
+    Per problem (:func:`_problem`), the after-findings, most severe first, are matched with the
+    before-findings, most severe first; one without a match at least as severe is added. So an
+    error that becomes a warning of its family at the same path is no worse; a new path is.
+    """
+    rank = {"warning": 1, "error": 2}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for finding in before:
+        if finding.severity in GUARDED:
+            groups.setdefault(_problem(finding), []).append(rank[finding.severity])
+    for ranks in groups.values():
+        ranks.sort(reverse=True)
+    added: list[Finding] = []
+    used: dict[tuple[str, str], int] = {}
+    guarded = [f for f in after if f.severity in GUARDED]
+    for finding in sorted(guarded, key=lambda f: -rank[f.severity]):
+        key = _problem(finding)
+        i = used.get(key, 0)
+        ranks = groups.get(key, [])
+        if i < len(ranks) and ranks[i] >= rank[finding.severity]:
+            used[key] = i + 1
+        else:
+            added.append(finding)
+    return sorted(added, key=Finding.sort_key)
+
+
+def _why(added: list[Finding]) -> str:
+    first = added[0]
+    more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
+    return f"it would add {first.severity} {first.code} at {first.path}: {first.message}{more}"
+
+
+def _try(
+    text: str, lint: Callable[[str], list[Finding]], before: list[Finding]
+) -> tuple[list[Finding] | None, str]:
+    """Re-lint a candidate text: (its findings, "") or (None, why it must not be written)."""
+    try:
+        after = lint(text)
+    except InputError as exc:
+        return None, f"the fixed file would not load: {exc}"
+    added = added_problems(before, after)
+    if added:
+        return None, _why(added)
+    return after, ""
+
+
+def _fix_key(finding: Finding) -> tuple[str, str]:
+    return finding.code, finding.path
+
+
+def run_fixes(
+    text: str,
+    lint: Callable[[str], list[Finding]],
+    unsafe: bool,
+    findings: list[Finding] | None = None,
+) -> FixOutcome:
+    """Apply fixes and re-lint until nothing changes, never adding an error or warning.
+
+    ``lint`` returns the findings of a text (raising InputError when it does not load);
+    ``findings`` are those of ``text`` when the caller already has them, so a file with nothing
+    to fix is linted once, by the caller, and never re-linted. Each pass applies all its fixes
+    together and re-lints once; only if that adds an error or warning (:func:`added_problems`)
+    are they tried one by one, keeping each that adds none. A fix refused on an earlier text
+    is tried again (other fixes change what it does), so the loop stops at a text on which
+    every fix left was refused: fixing the result again changes nothing.
+    """
+    if findings is None:
+        findings = lint(text)
+    outcome = FixOutcome(text, findings)
+    allowed = {"safe", "unsafe"} if unsafe else {"safe"}
+    refused: dict[tuple[str, str], Refusal] = {}
+    judged: dict[tuple[str, str], str] = {}  # refused fix -> the text it was refused on
+    while outcome.passes < MAX_FIX_PASSES:
+        candidates = [
+            f
+            for f in outcome.remaining
+            if f.applicability in allowed
+            and f.edits
+            and (_fix_key(f) not in judged or judged[_fix_key(f)] != outcome.text)
+        ]
+        if not candidates:  # none left, or all refused on exactly this text
+            break
+        edits = [e for f in candidates for e in f.edits]
+        new_text = apply_edits(outcome.text, edits)
+        if new_text == outcome.text:
+            break
+        after, why = _try(new_text, lint, outcome.remaining)
+        if after is not None:
+            chosen = set(_choose(edits))
+            applied = [f for f in candidates if chosen.issuperset(f.edits)]
+        elif len(candidates) == 1:  # the batch was this one fix: no need to try it again
+            refused[_fix_key(candidates[0])] = Refusal(candidates[0], why)
+            break
+        else:
+            new_text, after, applied = _one_by_one(outcome, candidates, lint, refused, judged)
+            if not applied:
+                break
+        assert after is not None
+        for finding in applied:
+            refused.pop(_fix_key(finding), None)
+        outcome.text, outcome.remaining = new_text, after
+        outcome.applied += applied
+        outcome.passes += 1
+    left = {_fix_key(f) for f in outcome.remaining}
+    outcome.refused = [r for key, r in refused.items() if key in left]
+    return outcome
+
+
+def _one_by_one(
+    outcome: FixOutcome,
+    candidates: list[Finding],
+    lint: Callable[[str], list[Finding]],
+    refused: dict[tuple[str, str], Refusal],
+    judged: dict[tuple[str, str], str],
+) -> tuple[str, list[Finding] | None, list[Finding]]:
+    """Keep each fix that, added to the ones kept so far, adds no error or warning.
+
+    A fix refused after the last kept one was judged on the pass's final text; one refused
+    before it is tried again next pass (``judged`` records the text each was refused on).
+    """
+    base, before = outcome.text, outcome.remaining
+    kept: list[Finding] = []
+    text, after = base, None
+    for finding in candidates:
+        edits = [e for f in [*kept, finding] for e in f.edits]
+        if not set(_choose(edits)).issuperset(finding.edits):
+            continue  # overlaps a kept fix: tried again on the next pass
+        trial = apply_edits(base, edits)
+        if trial == text:
+            continue
+        found, why = _try(trial, lint, before)
+        if found is None:
+            refused[_fix_key(finding)] = Refusal(finding, why)
+            judged[_fix_key(finding)] = text
+            continue
+        kept.append(finding)
+        text, after = trial, found
+    return text, after, kept
 
 
 def fix_loop(
     text: str, lint: Callable[[str], list[Finding]], unsafe: bool
 ) -> tuple[str, list[Finding], int]:
-    """Apply fixes and re-lint until nothing changes; returns (text, remaining, passes)."""
-    findings = lint(text)
-    passes = 0
-    while passes < MAX_FIX_PASSES:
-        edits = applicable_edits(findings, unsafe)
-        if not edits:
-            break
-        new_text = apply_edits(text, edits)
-        if new_text == text:
-            break
-        text = new_text
-        passes += 1
-        findings = lint(text)
-    return text, findings, passes
+    """:func:`run_fixes` as (text, remaining findings, passes)."""
+    outcome = run_fixes(text, lint, unsafe)
+    return outcome.text, outcome.remaining, outcome.passes
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

@@ -18,6 +18,11 @@ import yaml
 
 from moe_lint.errors import InputError
 
+
+class UnsupportedTag(InputError):
+    """A ``!tag`` outside the YAML core schema (``!!python/...``, ``!Ref``, ``!include``)."""
+
+
 #: Bridge configs are tens of kilobytes; anything past this is not a config we should parse.
 MAX_BYTES = 8 * 1024 * 1024
 #: Upper bound on nodes visited while expanding aliases (billion-laughs guard).
@@ -80,6 +85,9 @@ class Document:
     spans: SpanMap
     had_bom: bool = False
     duplicates: list[tuple[ConfigPath, Span]] = field(default_factory=list)
+    #: Why this YAML is not a Bridge config (empty, several documents, a top-level list...):
+    #: linting skips it with this notice (normalize raises NotBridgeConfig with it).
+    skip: str | None = None
 
     @property
     def lines(self) -> list[str]:
@@ -205,7 +213,7 @@ class _Builder:
             )
         if isinstance(node, yaml.ScalarNode):
             if node.tag not in _SCALAR_TAGS:
-                raise InputError(
+                raise UnsupportedTag(
                     f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
                 )
             try:
@@ -220,7 +228,7 @@ class _Builder:
         try:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag not in _SEQ_TAGS:
-                    raise InputError(
+                    raise UnsupportedTag(
                         f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
                     )
                 items = []
@@ -230,7 +238,7 @@ class _Builder:
                 return items
             if isinstance(node, yaml.MappingNode):
                 if node.tag not in _MAP_TAGS:
-                    raise InputError(
+                    raise UnsupportedTag(
                         f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
                     )
                 return self._mapping(node, path, depth, active)
@@ -326,8 +334,8 @@ def _depth_bound(text: str) -> int:
     return brackets + widest + markers + 1
 
 
-def compose(text: str) -> Any:
-    """The YAML node graph, without letting pathological nesting crash the process.
+def compose(text: str) -> list[Any]:
+    """The YAML node graph of each document, without letting pathological nesting crash.
 
     ``yaml.compose`` recurses in C and segfaults on ~30,000 nested brackets. Texts that
     provably cannot nest that deep (every real config) use it directly, several times faster;
@@ -335,29 +343,20 @@ def compose(text: str) -> Any:
     MAX_DEPTH.
     """
     if _depth_bound(text) <= SAFE_C_DEPTH:
-        try:
-            return yaml.compose(text, Loader=_Loader)
-        except yaml.composer.ComposerError as exc:
-            if "expected a single document" in str(exc):
-                mark = exc.problem_mark
-                line = f"line {mark.line + 1}: " if mark is not None else ""
-                raise InputError(f"{line}more than one YAML document in the file") from None
-            raise
+        return list(yaml.compose_all(text, Loader=_Loader))
     return _compose_events(text)
 
 
-def _compose_events(text: str) -> Any:
+def _compose_events(text: str) -> list[Any]:
     """Compose from the event stream with an explicit stack (bounded depth)."""
     resolver: Any = yaml.resolver.Resolver()
     anchors: dict[str, Any] = {}
     stack: list[list[Any]] = []  # [node, pending mapping key]
-    root: Any = None
-    documents = 0
+    roots: list[Any] = []
 
     def attach(node: Any) -> None:
-        nonlocal root
         if not stack:
-            root = node
+            roots.append(node)
             return
         parent = stack[-1]
         if isinstance(parent[0], yaml.SequenceNode):
@@ -373,11 +372,7 @@ def _compose_events(text: str) -> Any:
     for event in events:
         e: Any = event  # the stubs' Mark | None unions do not narrow by event type
         if isinstance(event, yaml.DocumentStartEvent):
-            documents += 1
-            if documents > 1:
-                raise InputError(
-                    f"line {e.start_mark.line + 1}: more than one YAML document in the file"
-                )
+            anchors = {}  # anchors do not cross documents
         elif isinstance(event, yaml.AliasEvent):
             if e.anchor not in anchors:
                 raise InputError(f"line {e.start_mark.line + 1}: undefined alias *{e.anchor}")
@@ -411,28 +406,104 @@ def _compose_events(text: str) -> Any:
         elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
             node = stack.pop()[0]
             node.end_mark = e.end_mark
-    return root
+    return roots
+
+
+#: Top-level keys written at column 0 (``model:``, ``"train":``), for malformed YAML.
+_TOP_KEY = re.compile(r"""^(["']?)([A-Za-z_][\w.-]*)\1[ \t]*:(?:[ \t]|$)""", re.M)
+
+
+def _looks_like_config(keys: dict[str, Any]) -> bool:
+    """True when top-level keys name a Bridge config, by the test normalize.detect_root uses."""
+    from moe_lint.normalize import NotBridgeConfig, detect_root
+
+    try:
+        detect_root(keys)
+    except NotBridgeConfig:
+        return False
+    return True
+
+
+def _node_keys(node: Any) -> dict[str, Any]:
+    """A mapping node's plain top-level keys, with values enough for detect_root."""
+    keys: dict[str, Any] = {}
+    for key_node, value_node in node.value if isinstance(node, yaml.MappingNode) else ():
+        if isinstance(key_node, yaml.ScalarNode):
+            if isinstance(value_node, yaml.MappingNode):
+                keys[key_node.value] = {}
+            elif isinstance(value_node, yaml.ScalarNode):
+                keys[key_node.value] = value_node.value
+            else:
+                keys[key_node.value] = None
+    return keys
+
+
+def _node_is_config(node: Any) -> bool:
+    return isinstance(node, yaml.MappingNode) and _looks_like_config(_node_keys(node))
+
+
+def _text_is_config(text: str) -> bool:
+    """For YAML that does not parse: do its column-0 keys name a Bridge config?"""
+    return _looks_like_config({m.group(2): {} for m in _TOP_KEY.finditer(text)})
+
+
+def _is_empty(node: Any) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and not node.value
+
+
+def _skipped(path: str, text: str, had_bom: bool, why: str) -> Document:
+    return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom, skip=why)
 
 
 def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Document:
-    """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input."""
+    """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input.
+
+    YAML that is plainly not a Bridge config comes back as a Document with ``skip`` set:
+    empty files, top-level lists and scalars, and, when it is not a Bridge config by
+    detect_root's test on its top-level keys, YAML with several documents, with tags outside
+    the core schema, or that does not parse (then the keys written at column 0 are tested).
+    A file that passes the test is held to Bridge's loader (OmegaConf.load: one YAML
+    document, core tags): anything else is an input error (exit 2).
+    """
     try:
-        node = compose(text)
+        nodes = compose(text)
     except yaml.YAMLError as exc:
-        raise InputError(_yaml_error_message(exc)) from None
+        message = _yaml_error_message(exc)
+        if not _text_is_config(text):
+            return _skipped(
+                path, text, had_bom, f"not a Megatron Bridge config (and not valid YAML: {message})"
+            )
+        raise InputError(message) from None
     except RecursionError:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
-    if node is None:
-        if text.strip():
-            # Only comments (a commented-out template): valid YAML with nothing to check.
-            return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom)
-        raise InputError("empty file: expected a YAML mapping of config sections")
+    documents = [n for n in nodes if not _is_empty(n)]
+    if not documents:
+        if not text.strip():
+            return _skipped(path, text, had_bom, "empty file")
+        # Only comments (a commented-out template): valid YAML with nothing to check.
+        return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom)
+    if len(nodes) > 1:
+        for node in documents:
+            if _node_is_config(node):
+                raise InputError(
+                    f"line {node.start_mark.line + 1}: more than one YAML document in the file "
+                    f"({len(nodes)}); Bridge loads a config file as one document"
+                )
+        return _skipped(
+            path, text, had_bom, f"{len(nodes)} YAML documents, not a Megatron Bridge config"
+        )
+    node = nodes[0]
+    if isinstance(node, yaml.SequenceNode):
+        return _skipped(path, text, had_bom, "top level is a list, not a Megatron Bridge config")
     if not isinstance(node, yaml.MappingNode):
-        kind = "list" if isinstance(node, yaml.SequenceNode) else "scalar"
-        raise InputError(f"top level is a {kind}; expected a mapping of config sections")
+        return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
     builder = _Builder()
     try:
         data = builder.build(node, (), 0, set())
+    except UnsupportedTag as exc:
+        if not _node_is_config(node):
+            return _skipped(path, text, had_bom, f"not a Megatron Bridge config ({exc})")
+        raise
     except RecursionError:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
     return Document(

@@ -288,6 +288,8 @@ def normalize(
     versions: dict[str, tuple[int, ...]] | None = None,
 ) -> Config:
     """Build the :class:`Config` Bridge would run from a loaded document."""
+    if doc.skip is not None:
+        raise NotBridgeConfig(doc.skip)
     root, form = detect_root(doc.data)
     raw_root: Any = doc.data
     for part in root:
