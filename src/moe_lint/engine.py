@@ -110,15 +110,12 @@ class Evaluator:
         self.namespace.locals = values
 
     def _version_below(self, package: str, text: str) -> bool:
-        """True only when the user said they run a version older than ``text``."""
-        from moe_lint.versions import below, package_key, parse_version
+        """Is the version in use (stated, else the newest release) older than ``text``?"""
+        from moe_lint.versions import below, effective_version, parse_version
 
-        key = package_key(package)
-        if key is None:
-            raise ValueError(f"unknown package {package!r}")
         settings = self.ctx.settings
-        version = settings.versions.get(key) if settings is not None else None
-        return version is not None and below(version, parse_version(text))
+        stated = settings.versions if settings is not None else {}
+        return below(effective_version(stated, package), parse_version(text))
 
     def _fact(self, name: str, default: Any = None) -> Any:
         """A derived fact, or ``default`` when it cannot be computed for this file."""
@@ -272,7 +269,7 @@ def applies_to_versions(rule: Rule, ctx: Context) -> bool:
     from moe_lint.versions import satisfies
 
     versions = ctx.settings.versions if ctx.settings is not None else {}
-    return all(satisfies(versions.get(package), spec) for package, spec in rule.versions)
+    return all(satisfies(versions.get(package), spec, package) for package, spec in rule.versions)
 
 
 def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:
