@@ -39,6 +39,9 @@ class Violation:
     derivation: str | None = None
     #: An explicit 1-based (line, column) for findings about comments rather than keys.
     at: tuple[int, int] | None = None
+    #: Overrides the rule's fix applicability for this finding (e.g. an unsafe removal where
+    #: the rule's usual rewrite is safe).
+    applicability: str | None = None
 
 
 @dataclass
@@ -179,6 +182,7 @@ def _finding(
     edits: list[Edit],
     derivation: str | None,
     at: tuple[int, int] | None = None,
+    applicability: str | None = None,
 ) -> Finding:
     cfg = ctx.config
     if at is not None:
@@ -186,7 +190,10 @@ def _finding(
     else:
         line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
     fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
-    applicability = rule.fix.applicability if rule.fix else None
+    if rule.fix is None:
+        applicability = None
+    elif applicability is None:
+        applicability = rule.fix.applicability
     if rule.fix and applicability != "display-only" and not edits:
         applicability = "display-only"
     return Finding(
@@ -241,6 +248,7 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                         violation.edits,
                         _derivation(rule, ctx, violation.derivation),
                         violation.at,
+                        violation.applicability,
                     )
                 )
             return out
