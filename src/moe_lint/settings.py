@@ -293,7 +293,7 @@ def default_gpus_per_node(gpu: str | None) -> int:
 _PRESET_SKIP = {
     "display_name", "hf_id", "hf_architecture", "hf_model_type", "bridge", "aliases",
     "published_params", "sources", "dense_layer_indices", "n_shared_experts", "activation",
-    "rope_scaling", "vocab_size_padded", "max_position_embeddings", "notes",
+    "rope_scaling", "vocab_size_padded", "max_position_embeddings", "notes", "recipe_split",
 }  # fmt: skip
 
 
