@@ -62,6 +62,8 @@ def configs(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         f"  sequence_parallel: {draw(st.sampled_from(['false', 'False', 'true']))}{draw(comment)}"
     )
     lines.append("  moe_grouped_gemm: true")
+    # An MLA model: up_proj is rewritten to mla_up_proj (elsewhere it gets an unsafe removal).
+    lines.append("  multi_latent_attention: true")
     lines.append("  recompute_granularity: selective")
     if flow:
         lines.append(

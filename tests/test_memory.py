@@ -665,3 +665,42 @@ def test_hybrid_and_sink_models_estimate(model: str) -> None:
     placed = memory._placement(_ctx(config(model), facts(pp=2, ep=8, world=16)))
     layers = [len(stage.layers) for stage in placed]
     assert sum(layers) == Arch.from_preset(model).num_layers
+
+
+@pytest.mark.parametrize(
+    ("case", "offload", "modules"),
+    [
+        ("dsv3_128k_h100_fits_with_optimizer_offload", True, "[mla_up_proj, layernorm, moe, mlp]"),
+        ("qwen3_30b_64k_fits_selective", False, "[layernorm, moe, mlp]"),
+    ],
+)
+def test_rcp001_trials_the_seed_set_then_optimizer_offload(
+    catalogue: Any, case: str, offload: bool, modules: str
+) -> None:
+    """docs/domain/05 §3.5: the seed's DSV3 128K H100 set fits only with full optimizer offload."""
+    import yaml
+
+    from conftest import REPO, run_lint
+
+    fixture = yaml.safe_load((REPO / "tests/fixtures/rules/RCP001.yaml").read_text())
+    text = fixture["cases"][case]["fail"]
+    (finding,) = run_lint(catalogue, text, ["RCP001"]).findings
+    assert finding.fix is not None and modules in finding.fix
+    named = "optimizer_cpu_offload: true, optimizer_offload_fraction: 1.0" in finding.fix
+    assert named is offload
+    # The same set written into the file: over usable memory without offload, inside with it.
+    selective = text.replace(
+        "  recompute_granularity: full\n  recompute_method: uniform\n  recompute_num_layers: 1\n",
+        f"  recompute_granularity: selective\n  recompute_modules: {modules}\n",
+    )
+    assert selective != text
+    over = [f.code for f in run_lint(catalogue, selective, ["MEM001", "MEM002"]).findings]
+    assert bool(over) is offload, over
+    if offload:
+        offloaded = selective.replace(
+            "optimizer:\n  use_distributed_optimizer: true\n",
+            "optimizer:\n  use_distributed_optimizer: true\n  optimizer_cpu_offload: true\n"
+            "  optimizer_offload_fraction: 1.0\n",
+        )
+        assert offloaded != selective
+        assert run_lint(catalogue, offloaded, ["MEM001", "MEM002"]).findings == []

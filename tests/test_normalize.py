@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 
 from moe_lint.load import parse_text
 from moe_lint.normalize import NotBridgeConfig, normalize
@@ -248,7 +249,7 @@ def test_every_dev_dump_types_cleanly() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _graph(model: str, versions: dict[str, tuple[int, ...]] | None = None):  # type: ignore[no-untyped-def]
+def _graph(model: str, versions: dict[str, Version] | None = None):  # type: ignore[no-untyped-def]
     return normalize(
         parse_text(f"model:\n  cuda_graph_impl: transformer_engine\n{model}"), versions=versions
     )
@@ -281,20 +282,20 @@ def test_scope_migrates_like_megatron_core(model: str, modules: list[str]) -> No
 
 
 def test_scope_is_canonical_before_mcore_018() -> None:
-    old = {"megatron-core": (0, 17)}
+    old = {"megatron-core": Version("0.17")}
     cfg = _graph("  cuda_graph_modules: [attn]\n  cuda_graph_scope: [mlp]\n", old)
     assert cfg.values["model.cuda_graph_modules"] == ["mlp"]
     assert "ignored" in cfg.notes["model.cuda_graph_modules"]
     # cuda_graph_modules alone is no field there: the scope's default "full" (whole layer) wins
     assert _graph("  cuda_graph_modules: [attn]\n", old).values["model.cuda_graph_modules"] == []
-    assert _graph("  cuda_graph_modules: [attn]\n", {"megatron-core": (0, 18)}).values[
+    assert _graph("  cuda_graph_modules: [attn]\n", {"megatron-core": Version("0.18")}).values[
         "model.cuda_graph_modules"
     ] == ["attn"]
 
 
 def test_legacy_flag_keeps_modules_before_bridge_06() -> None:
     text = "model:\n  external_cuda_graph: true\n  cuda_graph_scope: [attn]\n"
-    cfg = normalize(parse_text(text), versions={"bridge": (0, 5)})
+    cfg = normalize(parse_text(text), versions={"bridge": Version("0.5")})
     assert cfg.values["model.cuda_graph_modules"] == ["attn"]
     cleared = normalize(parse_text(text))
     assert cleared.values["model.cuda_graph_modules"] == []

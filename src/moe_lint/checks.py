@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.catalogue import PythonCheck, bridge_fields
 from moe_lint.load import format_path
-from moe_lint.locate import replace_item_edit
+from moe_lint.locate import remove_item_edit, replace_item_edit
 
 if TYPE_CHECKING:
     from moe_lint.engine import Context, Violation
@@ -121,7 +121,7 @@ RECOMPUTE_ALIASES = {"up_proj": "mla_up_proj", "norm": "layernorm"}
 
 
 def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
-    """Labels Megatron-Core asserts on; the guidance's own shorthands get a safe fix."""
+    """Labels Megatron-Core asserts on; the guidance's own shorthands get a fix."""
     from moe_lint.engine import Violation
 
     cfg = ctx.config
@@ -131,17 +131,42 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
         "override",
     ):
         return
-    # Megatron-Core validates the labels only for selective recompute; with full recompute
-    # the list is ignored (an unset granularity may still be selective in the recipe).
-    if cfg.values.get("model.recompute_granularity") == "full":
+    # Megatron-Core validates the labels only inside `recompute_granularity == "selective"`
+    # (TransformerConfig.__post_init__); with full or no recompute the list is inert. Only an
+    # override file that leaves the granularity to its recipe may still be selective.
+    granularity = cfg.values.get("model.recompute_granularity")
+    stated = cfg.form == "full-dump" or cfg.explicit("model.recompute_granularity")
+    if "model.recompute_granularity" in cfg.unknown:
+        stated = False
+    if granularity == "full" or (granularity is None and stated):
         return
+    mla = cfg.values.get("model.multi_latent_attention")
+    mla_known = "model.multi_latent_attention" not in cfg.unknown and mla is not None
     for i, label in enumerate(modules):
         if label in RECOMPUTE_LABELS:
             continue
         path = f"model.recompute_modules[{i}]"
         replacement = RECOMPUTE_ALIASES.get(str(label))
+        applicability = None
         edits = []
-        if replacement is not None:
+        if replacement == "mla_up_proj" and not (mla_known and mla is True):
+            # mla_up_proj raises "only supported with multi_latent_attention" on other models
+            # (RCP005): removing the label is the fix, and it changes what is recomputed.
+            edit = remove_item_edit(cfg.doc, cfg.physical(path))
+            if edit is not None:
+                edits.append(edit)
+            applicability = "unsafe"
+            if mla_known:
+                hint = (
+                    "remove it: 'mla_up_proj', the Megatron-Core name for 'up_proj', exists only "
+                    "for multi_latent_attention models, and this model is not one"
+                )
+            else:
+                hint = (
+                    "remove it, or use 'mla_up_proj' (the Megatron-Core name for 'up_proj') if "
+                    "the model sets multi_latent_attention"
+                )
+        elif replacement is not None:
             edit = replace_item_edit(cfg.doc, cfg.physical(path), replacement)
             if edit is not None:
                 edits.append(edit)
@@ -153,6 +178,7 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
             path=path,
             params={"label": label, "hint": hint, "allowed": ", ".join(RECOMPUTE_LABELS)},
             edits=edits,
+            applicability=applicability,
         )
 
 

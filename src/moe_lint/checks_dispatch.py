@@ -174,11 +174,12 @@ def delay_wgrad_without_overlap(ctx: Context) -> Iterator[Violation]:
 
 
 def _te_below(ctx: Context, text: str) -> bool:
-    from moe_lint.versions import below, parse_version
+    """Is the Transformer Engine in use (stated, else the newest release) older than ``text``?"""
+    from moe_lint.versions import below, effective_version, parse_version
 
     settings = ctx.settings
-    version = settings.versions.get("transformer-engine") if settings is not None else None
-    return version is not None and below(version, parse_version(text))
+    stated = settings.versions if settings is not None else {}
+    return below(effective_version(stated, "transformer-engine"), parse_version(text))
 
 
 def delay_wgrad_constraints(ctx: Context) -> Iterator[Violation]:

@@ -256,48 +256,81 @@ def _layers(cfg: Config) -> tuple[int | None, int]:
     return num_layers, (_int(mtp) or 0)
 
 
-def pipeline_split(ctx: Context) -> Iterator[Violation]:
-    """Default split (optionally counting embedding/loss as layers) that does not divide."""
-    cfg = ctx.config
-    if read_layout(cfg) is not None or cfg.get("model.pipeline_model_parallel_layout") is not None:
-        return
-    if (
-        cfg.get("model.num_layers_in_first_pipeline_stage") is not None
-        or cfg.get("model.num_layers_in_last_pipeline_stage") is not None
-    ):
-        return
-    # Recipes choose the split: the DeepSeek-V3 and Kimi-K2 recipes set a layout, the Qwen3
-    # recipes both account_for_* flags. An override file that does not state all three leaves
-    # the split to a recipe moe-lint cannot see.
-    split_fields = (
-        "model.pipeline_model_parallel_layout",
-        "model.account_for_embedding_in_pipeline_split",
-        "model.account_for_loss_in_pipeline_split",
+@dataclass(frozen=True)
+class RecipeSplit:
+    """How the Bridge recipes of one model preset split the pipeline (models.yaml recipe_split)."""
+
+    model: str
+    #: PP·VPP stage counts of the layouts they set; empty when they never set one.
+    layout_stages: tuple[int, ...]
+    #: The value they give both account_for_*_in_pipeline_split flags.
+    account_for: bool
+
+    def describe(self) -> str:
+        if self.layout_stages:
+            counts = ", ".join(map(str, self.layout_stages))
+            return f"the {self.model} recipes in Bridge 0.6.2 use layouts of {counts} stages"
+        flags = "both account_for_* flags" if self.account_for else "no account_for_* flags"
+        return f"the {self.model} recipes in Bridge 0.6.2 set no layout and {flags}"
+
+
+#: Architecture fields that identify a preset when the file gives no --model.
+_MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_experts")
+
+
+def recipe_split(cfg: Config) -> RecipeSplit | None:
+    """The recipe split data of the file's model: its --model preset, else a dims match."""
+    from moe_lint.settings import model_catalogue
+
+    catalogue = model_catalogue()
+    name = cfg.preset
+    if name is None:
+        dims = {}
+        for field_name in _MATCH_FIELDS:
+            dotted = f"model.{field_name}"
+            value = None if dotted in cfg.unknown else cfg.get(dotted)
+            if value is None:
+                return None
+            dims[field_name] = value
+        hits = [
+            key
+            for key, entry in catalogue.items()
+            if all(entry.get(f) == v for f, v in dims.items())
+        ]
+        name = hits[0] if len(hits) == 1 else None
+    entry = catalogue.get(name) if name else None
+    data = entry.get("recipe_split") if entry else None
+    if not isinstance(data, dict):
+        return None
+    return RecipeSplit(
+        str(entry.get("display_name") or name),  # type: ignore[union-attr]
+        tuple(int(n) for n in data.get("layout_stages") or ()),
+        bool(data.get("account_for")),
     )
-    if cfg.form != "full-dump" and not all(cfg.explicit(f) for f in split_fields):
-        return
-    pp = _int(_fact(ctx, "pp"))
-    num_layers, mtp = _layers(cfg)
-    if pp is None or pp <= 1 or num_layers is None:
-        return
-    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
-    emb = bool(cfg.get("model.account_for_embedding_in_pipeline_split"))
-    loss = bool(cfg.get("model.account_for_loss_in_pipeline_split"))
+
+
+def _even_problem(
+    num_layers: int, pp: int, vpp: int | None, emb: bool, loss: bool
+) -> tuple[str, str] | None:
+    """(problem, path) when Megatron-Core's even split fails, else None."""
     total = num_layers + emb + loss
     counted = f"num_layers {num_layers}" + " + 1 (embedding)" * emb + " + 1 (loss)" * loss
     if emb or loss:
         counted += f" = {total}"
     if total % pp:
-        problem = f"{counted} is not divisible by PP = {pp}"
-        path = "model.pipeline_model_parallel_size"
-    elif vpp and (total // pp) % vpp:
-        problem = (
+        return f"{counted} is not divisible by PP = {pp}", "model.pipeline_model_parallel_size"
+    if vpp and (total // pp) % vpp:
+        return (
             f"{counted} gives {total // pp} layers per pipeline rank, which VPP = {vpp} "
-            "virtual stages cannot share equally"
+            "virtual stages cannot share equally",
+            "model.virtual_pipeline_model_parallel_size",
         )
-        path = "model.virtual_pipeline_model_parallel_size"
-    else:
-        return
+    return None
+
+
+def _split_suggestion(num_layers: int, mtp: int, pp: int, vpp: int | None, emb: bool,
+                      loss: bool) -> str:  # fmt: skip
+    total = num_layers + emb + loss
     ideas: list[str] = []
     for e, lo in ((True, True), (True, False), (False, True)):
         if (e, lo) == (emb, loss):
@@ -329,12 +362,99 @@ def pipeline_split(ctx: Context) -> Iterator[Violation]:
         valid = [d for d in range(2, total // pp + 1) if (total // pp) % d == 0]
         if valid:
             ideas.append(f"VPP in {{{', '.join(map(str, valid))}}}")
-    yield _violation(
+    return "; or ".join(ideas) or f"pick PP dividing {total}"
+
+
+def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
+    """("error" | "layout", violation) when no split a recipe could supply works, else None.
+
+    A full dump states every split field. In an override file the recipe supplies the fields
+    the file leaves out: the account_for_* flags take the values the model's recipes use
+    (models.yaml recipe_split; both values for a model without data), and an unstated layout
+    may be the recipe's. Only when none of these works is the split reported: as an error when
+    the model's recipes never set a layout (PP001), else as "valid only if the recipe supplies
+    a PP·VPP-stage layout" (PP015). First/last-stage counts are not tried: no Bridge 0.6.2
+    recipe of a preset model sets them (only GLM-5's GB200 recipes do).
+    """
+    cfg = ctx.config
+    layout_path = "model.pipeline_model_parallel_layout"
+    if read_layout(cfg) is not None or cfg.get(layout_path) is not None:
+        return None
+    if (
+        cfg.get("model.num_layers_in_first_pipeline_stage") is not None
+        or cfg.get("model.num_layers_in_last_pipeline_stage") is not None
+    ):
+        return None
+    pp = _int(_fact(ctx, "pp"))
+    num_layers, mtp = _layers(cfg)
+    if pp is None or pp <= 1 or num_layers is None:
+        return None
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
+    full = cfg.form == "full-dump"
+
+    def stated(dotted: str) -> bool:
+        return full or (cfg.explicit(dotted) and dotted not in cfg.unknown)
+
+    data = None if full else recipe_split(cfg)
+    options: list[list[bool]] = []
+    for name in ("embedding", "loss"):
+        dotted = f"model.account_for_{name}_in_pipeline_split"
+        if stated(dotted):
+            options.append([bool(cfg.get(dotted))])
+        else:
+            options.append([data.account_for] if data else [False, True])
+    failures: list[tuple[tuple[str, str], bool, bool]] = []
+    for emb in options[0]:
+        for loss in options[1]:
+            failed = _even_problem(num_layers, pp, vpp, emb, loss)
+            if failed is None:
+                return None
+            failures.append((failed, emb, loss))
+    (problem, path), emb, loss = failures[0]
+    notes = []
+    if len(failures) > 1:
+        notes.append("with or without the account_for_* flags")
+    kind = "error"
+    params: dict[str, Any] = {}
+    if not stated(layout_path):
+        # Megatron-Core takes VPP from a layout (and asserts that an explicit VPP matches it).
+        if vpp:
+            need, fits = f"PP·VPP = {pp}·{vpp} = {pp * vpp} stages", pp * vpp
+        else:
+            need, fits = f"a multiple of PP = {pp} stages", 0
+        stages = data.layout_stages if data else ()
+        if any(s == fits if fits else s % pp == 0 for s in stages):
+            return None  # a layout the model's recipes use has this many stages
+        if (data is None or stages) and suggest_layout(num_layers, mtp, fits or pp):
+            kind = "layout"
+            params = {"need": need, "known": f"; {data.describe()}" if data else ""}
+    flag_paths = [f"model.account_for_{n}_in_pipeline_split" for n in ("embedding", "loss")]
+    from_recipe = not all(stated(d) for d in (layout_path, *flag_paths))
+    if kind == "error" and data is not None and from_recipe:
+        notes.append(data.describe())
+    if notes:
+        problem += " (" + "; ".join(notes) + ")"
+    return kind, _violation(
         path,
         derivation=f"{_layer_note(cfg)}; PP = {pp}" + (f", VPP = {vpp}" if vpp else ""),
         problem=problem,
-        suggestion="; or ".join(ideas) or f"pick PP dividing {total}",
+        suggestion=_split_suggestion(num_layers, mtp, pp, vpp, emb, loss),
+        **params,
     )
+
+
+def pipeline_split(ctx: Context) -> Iterator[Violation]:
+    """Default split (optionally counting embedding/loss as layers) that does not divide."""
+    verdict = _split_verdict(ctx)
+    if verdict is not None and verdict[0] == "error":
+        yield verdict[1]
+
+
+def pipeline_split_needs_layout(ctx: Context) -> Iterator[Violation]:
+    """An override whose split works only with a recipe layout of the right stage count."""
+    verdict = _split_verdict(ctx)
+    if verdict is not None and verdict[0] == "layout":
+        yield verdict[1]
 
 
 def uneven_split(ctx: Context) -> Iterator[Violation]:
@@ -615,6 +735,9 @@ CHECKS: dict[str, PythonCheck] = {
         ),
     ),
     "pipeline-split": PythonCheck(pipeline_split, frozenset({"problem", "suggestion"})),
+    "pipeline-split-needs-layout": PythonCheck(
+        pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})
+    ),
     "uneven-pipeline-split": PythonCheck(uneven_split, frozenset({"problem", "suggestion"})),
     "pipeline-layout-invalid": PythonCheck(layout_invalid, frozenset({"problems"})),
     "pipeline-layout-stages": PythonCheck(

@@ -336,21 +336,43 @@ def fp8_options_without_fp8(ctx: Context) -> Iterator[Violation]:
                 problem=f"fp8_output_proj needs fp8_recipe 'mxfp8', but the recipe is {recipe!r}",
                 hint="turn fp8_output_proj off or use the mxfp8 recipe",
             )
-    if fp4 is None and _truthy(effective(cfg, "model.fp4_param", view)):
+    # MixedPrecisionConfig has fp4_param(_gather) since Bridge 0.4.2 (PR #3364); older Bridge drops
+    # the block's keys (FP012), so there only the model's own field reaches Megatron-Core.
+    if view.kind in ("block", "recipe") and _bridge_below(ctx, _FP4_PARAM_BRIDGE):
+        fp4_param = UNKNOWN if "model.fp4_param" in cfg.unknown else cfg.get("model.fp4_param")
+    else:
+        fp4_param = effective(cfg, "model.fp4_param", view)
+    if fp4 is None and _truthy(fp4_param):
         yield _violation(
             "model.fp4_param",
             problem="fp4_param is on but fp4 is not set",
             hint="turn fp4_param off or set fp4 (mixed_precision: bf16_with_nvfp4_mixed)",
         )
-    if view.kind == "block" and (
-        _truthy(view.mp("fp4_param")) or _truthy(view.mp("fp4_param_gather"))
-    ):
-        yield _violation(
-            _precision_path(cfg, view, "fp4_param_gather"),
-            problem="Bridge's MixedPrecisionConfig does not support fp4_param / fp4_param_gather "
-            "yet",
-            hint="turn fp4_param and fp4_param_gather off",
-        )
+
+
+#: First Bridge release whose MixedPrecisionConfig has fp4_param / fp4_param_gather (PR #3364,
+#: cherry-picked into v0.4.2; absent from v0.3.x, v0.4.0 and v0.4.1).
+_FP4_PARAM_BRIDGE = "0.4.2"
+
+
+def _bridge_below(ctx: Context, text: str) -> bool:
+    """Is the Bridge in use (stated, else the newest release) older than ``text``?"""
+    from moe_lint.versions import below, effective_version, parse_version
+
+    settings = ctx.settings
+    stated = settings.versions if settings is not None else {}
+    return below(effective_version(stated, "bridge"), parse_version(text))
+
+
+def fp4_param_block_old_bridge(ctx: Context) -> Iterator[Violation]:
+    """fp4_param / fp4_param_gather in a mixed_precision block on a Bridge that lacks them."""
+    cfg = ctx.config
+    block = cfg.raw.get("mixed_precision")
+    if not isinstance(block, dict) or not _bridge_below(ctx, _FP4_PARAM_BRIDGE):
+        return
+    for name in ("fp4_param_gather", "fp4_param"):
+        if name in block:
+            yield _violation(f"mixed_precision.{name}", key=name)
 
 
 def fp8_recipe_options(ctx: Context) -> Iterator[Violation]:
@@ -727,6 +749,7 @@ CHECKS: dict[str, PythonCheck] = {
         mixed_precision_overwrites, frozenset({"key", "written", "source", "used", "remedy"})
     ),
     "fp8-options-without-fp8": PythonCheck(fp8_options_without_fp8, frozenset({"problem", "hint"})),
+    "fp4-param-block-old-bridge": PythonCheck(fp4_param_block_old_bridge, frozenset({"key"})),
     "fp8-recipe-options": PythonCheck(fp8_recipe_options, frozenset({"problem", "hint"})),
     "mxfp8-param-gather": PythonCheck(mxfp8_param_gather, frozenset({"problem", "hint"})),
     "optimizer-state-dtypes": PythonCheck(optimizer_state_dtypes, frozenset({"field", "dtype"})),

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.normalize import Config
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 
 class Fact(NamedTuple):
@@ -32,8 +35,8 @@ class Cluster:
     gpus_per_node: int | None = None
     gpu: str | None = None
     gpu_spec: dict[str, Any] | None = None
-    #: Framework versions (package key -> version tuple); absent = the newest behaviour.
-    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Framework versions (package key -> PEP 440 version); absent = the newest release.
+    versions: dict[str, Version] = field(default_factory=dict)
 
 
 @dataclass
@@ -245,8 +248,12 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         ("bridge", "bridge_version"),
     ):
         version = cluster.versions.get(key)
-        shown = ".".join(map(str, version)) if version else "newest (not given)"
-        f.put(name, version, f"{key} {shown}")
+        if version is None:
+            from moe_lint.versions import NEWEST_RELEASED
+
+            f.put(name, None, f"{key} not given: newest release {NEWEST_RELEASED[key]} assumed")
+        else:
+            f.put(name, str(version), f"{key} {version}")
     return f
 
 

@@ -39,6 +39,9 @@ class Violation:
     derivation: str | None = None
     #: An explicit 1-based (line, column) for findings about comments rather than keys.
     at: tuple[int, int] | None = None
+    #: Overrides the rule's fix applicability for this finding (e.g. an unsafe removal where
+    #: the rule's usual rewrite is safe).
+    applicability: str | None = None
 
 
 @dataclass
@@ -110,15 +113,12 @@ class Evaluator:
         self.namespace.locals = values
 
     def _version_below(self, package: str, text: str) -> bool:
-        """True only when the user said they run a version older than ``text``."""
-        from moe_lint.versions import below, package_key, parse_version
+        """Is the version in use (stated, else the newest release) older than ``text``?"""
+        from moe_lint.versions import below, effective_version, parse_version
 
-        key = package_key(package)
-        if key is None:
-            raise ValueError(f"unknown package {package!r}")
         settings = self.ctx.settings
-        version = settings.versions.get(key) if settings is not None else None
-        return version is not None and below(version, parse_version(text))
+        stated = settings.versions if settings is not None else {}
+        return below(effective_version(stated, package), parse_version(text))
 
     def _fact(self, name: str, default: Any = None) -> Any:
         """A derived fact, or ``default`` when it cannot be computed for this file."""
@@ -182,6 +182,7 @@ def _finding(
     edits: list[Edit],
     derivation: str | None,
     at: tuple[int, int] | None = None,
+    applicability: str | None = None,
 ) -> Finding:
     cfg = ctx.config
     if at is not None:
@@ -189,7 +190,10 @@ def _finding(
     else:
         line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
     fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
-    applicability = rule.fix.applicability if rule.fix else None
+    if rule.fix is None:
+        applicability = None
+    elif applicability is None:
+        applicability = rule.fix.applicability
     if rule.fix and applicability != "display-only" and not edits:
         applicability = "display-only"
     return Finding(
@@ -244,6 +248,7 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                         violation.edits,
                         _derivation(rule, ctx, violation.derivation),
                         violation.at,
+                        violation.applicability,
                     )
                 )
             return out
@@ -272,7 +277,7 @@ def applies_to_versions(rule: Rule, ctx: Context) -> bool:
     from moe_lint.versions import satisfies
 
     versions = ctx.settings.versions if ctx.settings is not None else {}
-    return all(satisfies(versions.get(package), spec) for package, spec in rule.versions)
+    return all(satisfies(versions.get(package), spec, package) for package, spec in rule.versions)
 
 
 def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:

@@ -86,6 +86,7 @@ FACT_NAMES = frozenset(
         "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
         "mem_stage",
         "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
+        "selective_needs_offload",
     }
 )  # fmt: skip
 

@@ -188,3 +188,36 @@ def replace_item_edit(doc: Document, path: ConfigPath, new_text: str) -> Edit | 
     return _edit(
         doc.text, span.value_start.index, span.value_end.index, render_scalar(new_text, span.style)
     )
+
+
+def remove_item_edit(doc: Document, path: ConfigPath) -> Edit | None:
+    """Remove one scalar list item (and its separator, or its whole line in a block list).
+
+    None when that is not faithful: the only item, a non-scalar item, or a block item whose
+    line also holds a comment.
+    """
+    if not path or not isinstance(path[-1], int):
+        return None
+    parent, index = doc.spans.get(path[:-1]), path[-1]
+    item = doc.spans.get(path)
+    if parent is None or item is None or not item.scalar:
+        return None
+    text = doc.text
+    if doc.spans.get((*path[:-1], 1)) is None:
+        return None  # the only item: an empty list is not what the file meant either
+    if parent.flow:
+        after = doc.spans.get((*path[:-1], index + 1))
+        before = doc.spans.get((*path[:-1], index - 1)) if index > 0 else None
+        if after is not None:
+            return _edit(text, item.value_start.index, after.value_start.index, "")
+        if before is not None:
+            return _edit(text, before.value_end.index, item.value_end.index, "")
+        return _edit(text, item.value_start.index, item.value_end.index, "")
+    start = _line_start(text, item.value_start.index)
+    if text[start : item.value_start.index].strip() != "-":
+        return None
+    newline = text.find("\n", item.value_end.index)
+    end = len(text) if newline < 0 else newline + 1
+    if text[item.value_end.index : end].strip():
+        return None  # a comment (or more) on the item's line: keep the line, no faithful edit
+    return _edit(text, start, end, "")

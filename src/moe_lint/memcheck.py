@@ -19,6 +19,7 @@ from moe_lint.normalize import Config
 MEMORY_FACTS = (
     "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
     "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
+    "selective_needs_offload",
 )  # fmt: skip
 #: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
 #: memory. error-margin: report an error only when the peak exceeds usable memory by more than
@@ -120,9 +121,21 @@ class _Memory:
             return
         settings, values, plain, est = self.state  # type: ignore[misc]
         if est.usable_gib is None:
-            self.facts.miss("selective_fits", "no --gpu given: GPU memory unknown")
-        else:
-            self.facts.put("selective_fits", _selective_fits(values, plain, settings, est), "")
+            for name in ("selective_fits", "selective_needs_offload"):
+                self.facts.miss(name, "no --gpu given: GPU memory unknown")
+            return
+        how = _selective_fits(values, plain, settings, est)
+        modules = ", ".join(
+            selective_trial_modules(bool(values.get("model.multi_latent_attention")))
+        )
+        self.facts.put(
+            "selective_fits",
+            how is not None,
+            f"selective recompute of [{modules}] "
+            + {"selective": "fits", "offload": "fits with full optimizer CPU offload",
+               None: "does not fit, even with full optimizer CPU offload"}[how],
+        )  # fmt: skip
+        self.facts.put("selective_needs_offload", how == "offload", "")
 
 
 def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
@@ -133,6 +146,7 @@ def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
     facts.lazy["mem_levers"] = memory.levers
     facts.lazy["edp2_saving_gib"] = memory.edp2
     facts.lazy["selective_fits"] = memory.selective
+    facts.lazy["selective_needs_offload"] = memory.selective
 
 
 #: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the
@@ -247,20 +261,46 @@ def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> Non
               f"EDP 1 -> 2 lowers the worst stage by {saving:.1f} GiB (memory model)")  # fmt: skip
 
 
-def _selective_fits(values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any) -> bool:
-    """Would selective recompute of the usual small modules fit where full recompute does?"""
+#: The long-context guidance's selective set (the seed's "up_proj, norm, moe, mlp" for DSV3 at
+#: 128K on H100, in Megatron-Core's labels); mla_up_proj only where MLA is on (RCP005).
+SELECTIVE_TRIAL = ("mla_up_proj", "layernorm", "moe", "mlp")
+
+
+def selective_trial_modules(mla: bool) -> list[str]:
+    """The recompute set RCP001 tries (and names in its hint)."""
+    return [m for m in SELECTIVE_TRIAL if mla or m != "mla_up_proj"]
+
+
+def _selective_fits(
+    values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any
+) -> str | None:
+    """Would the guidance's selective recompute fit where full recompute is used?
+
+    "selective" when it fits as is, "offload" when it fits only with the whole optimizer state
+    on the host (the seed pairs the two at DSV3 128K), None when neither fits. A trial that
+    cannot be built counts as fitting (the rule then keeps its plain advice).
+    """
     from moe_lint.memory import MemoryInputError, estimate
 
     if values.get("model.recompute_granularity") != "full":
-        return True
-    modules = ["layernorm", "moe_act", "mlp"]
-    if values.get("model.multi_latent_attention"):
-        modules.insert(0, "mla_up_proj")
+        return "selective"
+    modules = selective_trial_modules(bool(values.get("model.multi_latent_attention")))
     trial_values = {**values, "model.recompute_granularity": "selective",
                     "model.recompute_modules": modules, "model.recompute_method": None,
                     "model.recompute_num_layers": None}  # fmt: skip
-    try:
-        trial = estimate(trial_values, plain, settings, est.capacity_gib)
-    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
-        return True
-    return bool(trial.fits) if trial.fits is not None else True
+    offload_values = {**trial_values, "optimizer.optimizer_cpu_offload": True,
+                      "optimizer.optimizer_offload_fraction": 1.0}  # fmt: skip
+    trials = [("selective", trial_values)]
+    # Megatron-Core offloads optimizer state only with the distributed optimizer.
+    if values.get("optimizer.use_distributed_optimizer") or values.get(
+        "ddp.use_distributed_optimizer"
+    ):
+        trials.append(("offload", offload_values))
+    for name, trial_input in trials:
+        try:
+            trial = estimate(trial_input, plain, settings, est.capacity_gib)
+        except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            return "selective"
+        if trial.fits is None or trial.fits:
+            return name
+    return None

@@ -14,12 +14,15 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.errors import InputError
 from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
 from moe_lint.overrides import Override, apply_overrides
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 #: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
 CONTAINER_SECTIONS = frozenset(
@@ -104,8 +107,8 @@ class Config:
     #: Override text per dotted path, for derivations.
     override_text: dict[str, str] = field(default_factory=dict)
     preset: str | None = None
-    #: Framework versions the user stated (package key -> version tuple; absent = newest).
-    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Framework versions the user stated (package key -> version; absent = newest release).
+    versions: dict[str, Version] = field(default_factory=dict)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """Effective value of a typed field, or the raw value of any other path."""
@@ -285,7 +288,7 @@ def normalize(
     overrides: list[Override] | None = None,
     preset: dict[str, Any] | None = None,
     preset_name: str | None = None,
-    versions: dict[str, tuple[int, ...]] | None = None,
+    versions: dict[str, Version] | None = None,
 ) -> Config:
     """Build the :class:`Config` Bridge would run from a loaded document."""
     if doc.skip is not None:
@@ -366,10 +369,9 @@ def scope_is_canonical(cfg: Config) -> bool:
     Megatron-LM PR #4292 (first in core_v0.18.0) added cuda_graph_modules and deprecated the
     scope; before it a cuda_graph_modules key is no TransformerConfig field at all.
     """
-    from moe_lint.versions import below
+    from moe_lint.versions import below, effective_version, parse_version
 
-    version = cfg.versions.get("megatron-core")
-    return version is not None and below(version, (0, 18))
+    return below(effective_version(cfg.versions, "megatron-core"), parse_version("0.18"))
 
 
 def bridge_clears_graph_modules(cfg: Config) -> bool:
@@ -377,10 +379,9 @@ def bridge_clears_graph_modules(cfg: Config) -> bool:
     of a model whose cuda_graph_impl is "none" before Megatron-Core migrates the deprecated
     enable_cuda_graph / external_cuda_graph flags (``validate_cuda_graph_configuration``,
     Bridge PR #4607, first in v0.6.0)."""
-    from moe_lint.versions import below
+    from moe_lint.versions import below, effective_version, parse_version
 
-    version = cfg.versions.get("bridge")
-    return version is None or not below(version, (0, 6))
+    return not below(effective_version(cfg.versions, "bridge"), parse_version("0.6"))
 
 
 def _migrate_cuda_graph_scope(cfg: Config) -> None:

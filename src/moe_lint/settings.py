@@ -12,9 +12,12 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.errors import UsageError
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 #: ``--gpu`` short names -> keys of data/gpus.yaml.
 GPU_ALIASES = {
@@ -42,8 +45,9 @@ class Settings:
     gpus_per_node: int | None = None
     gpu: str | None = None
     model: str | None = None
-    #: Framework versions the config targets (None: assume the newest behaviour).
-    versions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Framework versions the config targets (PEP 440); a package not stated here means its
+    #: newest release (``versions.NEWEST_RELEASED``).
+    versions: dict[str, Version] = field(default_factory=dict)
     select: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
@@ -289,7 +293,7 @@ def default_gpus_per_node(gpu: str | None) -> int:
 _PRESET_SKIP = {
     "display_name", "hf_id", "hf_architecture", "hf_model_type", "bridge", "aliases",
     "published_params", "sources", "dense_layer_indices", "n_shared_experts", "activation",
-    "rope_scaling", "vocab_size_padded", "max_position_embeddings", "notes",
+    "rope_scaling", "vocab_size_padded", "max_position_embeddings", "notes", "recipe_split",
 }  # fmt: skip
 
 
