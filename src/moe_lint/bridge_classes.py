@@ -113,14 +113,22 @@ class View:
     _names: dict[str, frozenset[str] | None] = field(default_factory=dict)
     _children: dict[str, list[str]] | None = None
     _sections: dict[str, list[str]] = field(default_factory=dict)
+    _unions: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
+    _cached_tables: list[tuple[dict[str, Any], int]] | None = None
 
     def _tables(self) -> list[tuple[dict[str, Any], int]]:
-        packages = data()["packages"]
-        out = []
-        for package, release in (("bridge", self.bridge), ("megatron-core", self.megatron_core)):
-            bit = 1 << packages[package]["releases"].index(release)
-            out.append((packages[package]["classes"], bit))
-        return out
+        """(classes, release bit) of the two packages, Bridge first."""
+        if self._cached_tables is None:
+            packages = data()["packages"]
+            out = []
+            for package, release in (
+                ("bridge", self.bridge),
+                ("megatron-core", self.megatron_core),
+            ):
+                bit = 1 << packages[package]["releases"].index(release)
+                out.append((packages[package]["classes"], bit))
+            self._cached_tables = out
+        return self._cached_tables
 
     def _entry(self, qualname: str) -> tuple[dict[str, Any], int] | None:
         if qualname in self.overlay:
@@ -191,14 +199,14 @@ class View:
         return entry is not None and name in str(entry.get("d", "")).split()
 
     def children(self) -> dict[str, list[str]]:
+        """Base -> direct subclasses in any release (``expand`` keeps this release's)."""
         if self._children is None:
-            children: dict[str, list[str]] = {}
-            everything: set[str] = set(self.overlay)
-            for classes, _bit in self._tables():
-                everything.update(classes)
-            for qualname in sorted(everything):
-                for base in self.bases(qualname):
-                    children.setdefault(base, []).append(qualname)
+            children = _all_children()
+            if self.overlay:
+                children = {k: list(v) for k, v in children.items()}
+                for qualname, entry in self.overlay.items():
+                    for base in entry.get("b", {}):
+                        children.setdefault(base, []).append(qualname)
             self._children = children
         return self._children
 
@@ -212,7 +220,7 @@ class View:
             if name in out or not self.knows(name):
                 continue
             out.append(name)
-            todo.extend(children.get(name, ()))
+            todo.extend(c for c in children.get(name, ()) if name in self.bases(c))
         return out
 
     def container(self) -> str:
@@ -229,10 +237,15 @@ class View:
         return self._sections[section]
 
     def union(self, classes: Iterable[str]) -> frozenset[str]:
-        out: set[str] = set()
-        for name in classes:
-            out |= self.names(name) or frozenset()
-        return frozenset(out)
+        """Every name any of the classes has (cached: sections repeat per file)."""
+        key = tuple(classes)
+        cached = self._unions.get(key)
+        if cached is None:
+            out: set[str] = set()
+            for name in key:
+                out |= self.names(name) or frozenset()
+            cached = self._unions[key] = frozenset(out)
+        return cached
 
     def find(self, short: str, prefix: str = "megatron.bridge.") -> list[str]:
         """Known classes with this class name (``MLAModelProvider``)."""
@@ -244,6 +257,16 @@ class View:
             for q in everything
             if q.startswith(prefix) and q.rpartition(".")[2] == short and self.knows(q)
         )
+
+
+@cache
+def _all_children() -> dict[str, list[str]]:
+    children: dict[str, list[str]] = {}
+    for package in data()["packages"].values():
+        for qualname, entry in sorted(package["classes"].items()):
+            for base in entry.get("b", {}):
+                children.setdefault(base, []).append(qualname)
+    return children
 
 
 @cache
@@ -263,10 +286,12 @@ def load_cost(repeat: int = 20) -> float:
     for _ in range(repeat):
         data.cache_clear()
         view.cache_clear()
+        _all_children.cache_clear()
         start = time.perf_counter()
         v = view(releases("bridge")[-1], releases("megatron-core")[-1])
         v.union(v.section_classes("model"))
         best = min(best, time.perf_counter() - start)
     data.cache_clear()
     view.cache_clear()
+    _all_children.cache_clear()
     return best * 1000
