@@ -407,3 +407,11 @@ def test_shipped_data_is_compact_json() -> None:
     data = json.loads(text)
     for package in data["packages"].values():
         assert all(name.startswith("megatron.") for name in package["classes"])
+
+
+def test_choose_accepts_pep440_versions() -> None:
+    """Settings may hold packaging.version.Version objects (dev builds count as their release)."""
+    from packaging.version import Version
+
+    b, m = bridge_classes.choose({"bridge": Version("0.4.0rc1"), "megatron-core": Version("0.17")})
+    assert (b.release, m.release) == ("0.4.2", "0.17.1")

@@ -83,14 +83,23 @@ def _pick(package: str, stated: Version | None) -> Choice:
     return Choice(below[-1], stated, "older")
 
 
-def choose(versions: dict[str, Version]) -> tuple[Choice, Choice]:
+def as_tuple(version: Any) -> Version | None:
+    """A stated version as its release numbers: ``(0, 6, 2)`` from a tuple or a
+    ``packaging.version.Version`` (whose ``release`` drops dev/rc suffixes)."""
+    if version is None:
+        return None
+    release = getattr(version, "release", version)
+    return tuple(int(p) for p in release)
+
+
+def choose(versions: dict[str, Any]) -> tuple[Choice, Choice]:
     """The (Bridge, Megatron-Core) releases for the stated versions.
 
     A version stated alone brings its pair (the release the other package was built with).
     """
     pairs: dict[str, str] = data()["packages"]["bridge"]["pairs"]
-    bridge = versions.get("bridge")
-    mcore = versions.get("megatron-core")
+    bridge = as_tuple(versions.get("bridge"))
+    mcore = as_tuple(versions.get("megatron-core"))
     b = _pick("bridge", bridge)
     if mcore is None:
         m = Choice(pairs[b.release])

@@ -92,11 +92,14 @@ def installed_view(bridge: Choice, mcore: Choice) -> View | None:
     version = installed_version()
     if version is None:
         return None
+    from moe_lint.bridge_classes import as_tuple
     from moe_lint.versions import parse_version
 
     try:
-        parsed = parse_version(version)
+        parsed = as_tuple(parse_version(version))
     except ValueError:
+        return None
+    if parsed is None:
         return None
     if bridge.stated is not None and parsed[:2] != bridge.stated[:2]:
         return None
