@@ -55,6 +55,7 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     packs = sorted(p.name for p in (REPO / "rules").glob("*.yaml"))
     assert sorted(Path(n).name for n in names if n.startswith("moe_lint/rules/")) == packs
     assert "moe_lint/data/bridge_fields.json" in names
+    assert "moe_lint/data/bridge_classes.json" in names
     target = tmp_path / "site"
     subprocess.run(
         [

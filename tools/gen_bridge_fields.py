@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Generate src/moe_lint/data/bridge_fields.json, the catalogue of known Megatron Bridge keys.
 
+This union of keys (with value types) is what rule expressions may name (``field_exists``) and
+how untyped values are typed (``expr._catalogue_type``). SCH001 no longer uses it: it checks
+keys by section class and release (``data/bridge_classes.json``, tools/gen_bridge_classes.py).
+
 Evidence, in order:
   1. every ``tests/data/corpus/bridge-full-dumps/*.yaml`` (``ConfigContainer.to_yaml()`` dumps of
      Megatron Bridge 0.6.2 MoE performance recipes): the union of keys per section, with value

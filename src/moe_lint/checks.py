@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.catalogue import PythonCheck, bridge_fields
+from moe_lint.catalogue import PythonCheck
 from moe_lint.load import format_path
 from moe_lint.locate import remove_item_edit, replace_item_edit
 
@@ -33,58 +33,6 @@ def _suggest(word: str, candidates: list[str]) -> str | None:
 
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
-
-
-#: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
-#: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
-_HOME_SECTIONS = {"model": 0, "train": 1, "optimizer": 2, "ddp": 3, "dist": 4, "dataset": 5}
-
-
-def unknown_keys(ctx: Context) -> Iterator[Violation]:
-    """Keys Bridge does not know: it skips them with only a log line, so typos are silent."""
-    catalogue = bridge_fields()
-    sections: dict[str, dict[str, str]] = catalogue["sections"]
-    top_level = set(catalogue.get("top_level") or sections)
-    free_form = set(catalogue.get("free_form") or ())
-    raw: Any = ctx.config.doc.data
-    for part in ctx.config.root:
-        raw = raw[part]
-
-    def walk(node: dict[str, Any], section: str) -> Iterator[Violation]:
-        known = sections.get(section)
-        if known is None or section in free_form:
-            return
-        for key, value in node.items():
-            if key == "_target_":
-                continue
-            dotted = f"{section}.{key}"
-            if dotted in free_form:
-                continue
-            if key not in known:
-                guess = _suggest(key, sorted(known))
-                elsewhere = sorted(
-                    (s for s, fields in sections.items() if key in fields and s != section),
-                    key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s),
-                )
-                if guess:
-                    hint = f"did you mean '{section}.{guess}'?"
-                elif elsewhere:
-                    hint = f"it belongs under '{elsewhere[0]}', not '{section}'"
-                else:
-                    hint = f"'{section}' has no such field"
-                yield _violation(dotted, key=dotted, hint=hint)
-            elif isinstance(value, dict) and dotted in sections:
-                yield from walk(value, dotted)
-
-    for key, value in raw.items():
-        if key == "_target_":
-            continue
-        if key not in top_level:
-            guess = _suggest(key, sorted(top_level)) or ("dataset" if key == "data" else None)
-            hint = f"did you mean '{guess}'?" if guess else "not a ConfigContainer section"
-            yield _violation(key, key=key, hint=hint)
-        elif isinstance(value, dict):
-            yield from walk(value, key)
 
 
 def type_problems(ctx: Context) -> Iterator[Violation]:
@@ -238,7 +186,6 @@ def _line_path(ctx: Context, line: int) -> str:
 CHECKS: dict[str, PythonCheck] = {
     "unused-suppressions": PythonCheck(unused_suppressions, frozenset({"code", "line"})),
     "unknown-suppressions": PythonCheck(unknown_suppressions, frozenset({"code", "line", "hint"})),
-    "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
     "type-problems": PythonCheck(type_problems, frozenset({"key", "value", "problem"})),
     "duplicate-keys": PythonCheck(duplicate_keys, frozenset({"key"})),
     "unresolved-interpolations": PythonCheck(
@@ -253,7 +200,7 @@ CHECKS: dict[str, PythonCheck] = {
 #: Modules whose CHECKS tables make up the built-in registry.
 MODULES = (
     "moe_lint.checks", "moe_lint.checks_pipeline", "moe_lint.checks_attention",
-    "moe_lint.checks_dispatch", "moe_lint.checks_runtime",
+    "moe_lint.checks_dispatch", "moe_lint.checks_runtime", "moe_lint.checks_fields",
 )  # fmt: skip
 
 

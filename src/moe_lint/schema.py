@@ -1,7 +1,7 @@
 """Typed view of the Bridge fields that moe-lint's rules read, with the framework's defaults.
 
-Only fields a rule or derivation reads are typed here; every other key is checked against the
-catalogue of known Bridge keys (``data/bridge_fields.json``) by the unknown-key rule.
+Only fields a rule or derivation reads are typed here; the unknown-key rule checks every key
+against the per-release config classes (``data/bridge_classes.json``, ``bridge_classes.py``).
 
 Two kinds of default exist:
 

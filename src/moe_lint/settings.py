@@ -2,7 +2,8 @@
 
 The cluster (GPU count and type) and the model preset can be given in all three places; rule
 selection, fail-on and extra packs in the CLI and pyproject. ``per-file`` tables in pyproject
-apply cluster/model settings to files matching a glob (``[tool.moe-lint.per-file."dsv3/*.yaml"]``).
+apply cluster/model settings and ``extra-fields`` to files matching a glob
+(``[tool.moe-lint.per-file."dsv3/*.yaml"]``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ GPU_ALIASES = {
 _DIRECTIVE = re.compile(r"#\s*moe-lint:\s*(?P<body>.*)$")
 _VERSION_KEYS = {"megatron-core", "transformer-engine", "bridge"}
 _CLUSTER_KEYS = {"gpus", "nodes", "gpus-per-node", "gpu", "model"} | _VERSION_KEYS
+#: Settings a ``per-file`` table may give besides the cluster/model/version keys.
+_PER_FILE_KEYS = _CLUSTER_KEYS | {"extra-fields"}
+_FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 @dataclass
@@ -57,6 +61,10 @@ class Settings:
     rules: list[str] = field(default_factory=list)
     #: Raw memory-model settings ([tool.moe-lint.memory], --memory NAME=VALUE).
     memory: dict[str, Any] = field(default_factory=dict)
+    #: Dotted key paths SCH001 accepts besides the catalogue (``model.crossattn_emb_size``).
+    extra_fields: tuple[str, ...] = ()
+    #: Read the config classes from an importable Megatron Bridge instead of the catalogue.
+    introspect_bridge: bool = False
     #: Where pyproject.toml was found (globs and pack paths are relative to it).
     base_dir: Path | None = None
 
@@ -110,6 +118,8 @@ def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Set
             out.gpu = normalize_gpu(str(value), where)
         elif norm == "model":
             out.model = normalize_model(str(value), where)
+        elif norm == "extra-fields":
+            out.extra_fields = (*out.extra_fields, *extra_fields(value, f"{where}: {key}"))
         elif norm in _VERSION_KEYS:
             from moe_lint.versions import parse_version
 
@@ -118,6 +128,18 @@ def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Set
             except ValueError:
                 raise UsageError(f"{where}: {key} must be a version like 0.15 or 2.6.0") from None
     return out
+
+
+def extra_fields(value: Any, where: str) -> list[str]:
+    """``["model.crossattn_emb_size", ...]``: dotted key paths, checked for shape."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f'{where} must be a list of dotted key paths, e.g. ["model.my_field"]')
+    for path in value:
+        if not _FIELD_PATH.match(path):
+            raise UsageError(
+                f'{where}: {path!r} is not a dotted key path like "model.crossattn_emb_size"'
+            )
+    return list(value)
 
 
 def parse_directives(text: str, where: str) -> dict[str, str]:
@@ -152,7 +174,7 @@ def find_pyproject(start: Path) -> Path | None:
 _PYPROJECT_KEYS = {
     "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
     "per-file-ignores", "per-file", "fail-on", "rules", "format", "megatron-core",
-    "transformer-engine", "bridge", "memory",
+    "transformer-engine", "bridge", "memory", "extra-fields", "introspect-bridge",
 }  # fmt: skip
 
 
@@ -206,10 +228,16 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     if not isinstance(per_file, dict):
         raise UsageError(f"{where}: per-file must be a table of glob = {{settings}}")
     for glob, values in per_file.items():
-        if not isinstance(values, dict) or set(values) - _CLUSTER_KEYS:
-            raise UsageError(f"{where}: per-file.{glob!r} may only set {sorted(_CLUSTER_KEYS)}")
+        if not isinstance(values, dict) or {k.replace("_", "-") for k in values} - _PER_FILE_KEYS:
+            raise UsageError(f"{where}: per-file.{glob!r} may only set {sorted(_PER_FILE_KEYS)}")
         apply_cluster(Settings(), values, f"{where} per-file.{glob}")  # validate now
     settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
+    if "extra-fields" in table:
+        settings.extra_fields = tuple(extra_fields(table["extra-fields"], f"{where}: extra-fields"))
+    introspect = table.get("introspect-bridge", False)
+    if not isinstance(introspect, bool):
+        raise UsageError(f"{where}: introspect-bridge must be true or false")
+    settings.introspect_bridge = introspect
     fail_on = table.get("fail-on", "error")
     if fail_on not in ("error", "warning", "info"):
         raise UsageError(f"{where}: fail-on must be error, warning or info")
