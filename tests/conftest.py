@@ -63,15 +63,25 @@ def catalogue() -> Catalogue:
 
 
 def cluster_args(args: str | None) -> dict[str, object]:
-    """``"--gpus 256 --gpu h100 --model deepseek-v3"`` -> the CLI cluster mapping."""
+    """``"--gpus 256 --gpu h100 --model deepseek-v3"`` -> the CLI cluster mapping (Hydra
+    overrides among them are left to :func:`override_args`)."""
+    from moe_lint.overrides import looks_like_override
+
     out: dict[str, object] = {}
-    tokens = shlex.split(args or "")
+    tokens = [t for t in shlex.split(args or "") if not looks_like_override(t)]
     while tokens:
         flag = tokens.pop(0)
         if not flag.startswith("--") or not tokens:
             raise ValueError(f"bad fixture args {args!r}")
         out[flag[2:]] = tokens.pop(0)
     return out
+
+
+def override_args(args: str | None) -> list[Any]:
+    """The Hydra overrides in fixture/docs args (``"--gpus 8 model.x=2"`` -> [model.x=2])."""
+    from moe_lint.overrides import looks_like_override, parse_override
+
+    return [parse_override(t) for t in shlex.split(args or "") if looks_like_override(t)]
 
 
 def run_lint(
@@ -83,7 +93,8 @@ def run_lint(
     path: str = "<fixture>",
 ) -> FileResult:
     settings = Settings(select=select) if select is not None else Settings()
-    return lint_text(text, catalogue, settings, overrides or [], cluster_args(args), path=path)
+    overrides = [*(overrides or []), *override_args(args)]
+    return lint_text(text, catalogue, settings, overrides, cluster_args(args), path=path)
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -31,6 +31,7 @@ JSON_FIELDS = {
     "column",
     "end_line",
     "end_column",
+    "argument",
     "derivation",
     "fix",
     "applicability",

@@ -23,9 +23,8 @@ def test_example_fires(catalogue: Catalogue, rule: object) -> None:
 def test_use_instead_is_clean(catalogue: Catalogue, rule: object) -> None:
     docs = rule.docs  # type: ignore[attr-defined]
     code = rule.code  # type: ignore[attr-defined]
-    result = run_lint(
-        catalogue, docs["use_instead"], ALSO.get(code, [code]), docs.get("example_args")
-    )
+    args = docs.get("use_instead_args", docs.get("example_args"))
+    result = run_lint(catalogue, docs["use_instead"], ALSO.get(code, [code]), args)
     assert result.error is None, result.error
     assert code not in [f.code for f in result.findings], f"{code}: use_instead still fires"
 

@@ -37,14 +37,17 @@ _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
     "derivation", "fix", "source", "stage", "docs", "covers", "versions",
 }  # fmt: skip
-#: When the framework check an error rule anticipates raises (Bridge's ConfigContainer.validate
+#: When the framework check an error rule anticipates raises (applying the command-line
+#: overrides, before any config is built, is ``startup``; Bridge's ConfigContainer.validate
 #: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
 #: ``process-groups``; module constructors are ``model-build``; the first forward/backward or
 #: optimizer step, an out-of-memory included, is ``first-step``).
-STAGES = ("config", "process-groups", "model-build", "first-step")
+STAGES = ("startup", "config", "process-groups", "model-build", "first-step")
 #: Catalogue IDs from docs/domain (PAR-01, ATT-14, BR-07, RT-01, SEED-R1, ...).
 _COVER_ID = re.compile(r"^[A-Z]+-[A-Z0-9.]+$")
-_DOC_KEYS = {"what", "why", "example", "use_instead", "references", "example_args"}
+_DOC_KEYS = {
+    "what", "why", "example", "use_instead", "references", "example_args", "use_instead_args",
+}  # fmt: skip
 _FIX_KEYS = {"title", "applicability", "set"}
 
 

@@ -201,6 +201,7 @@ CHECKS: dict[str, PythonCheck] = {
 MODULES = (
     "moe_lint.checks", "moe_lint.checks_pipeline", "moe_lint.checks_attention",
     "moe_lint.checks_dispatch", "moe_lint.checks_runtime", "moe_lint.checks_fields",
+    "moe_lint.checks_overrides",
 )  # fmt: skip
 
 

@@ -144,7 +144,8 @@ def a2a_p2p_without_sizes(ctx: Context) -> Iterator[Violation]:
     value = cfg.get("model.cp_comm_type")
     if "model.cp_comm_type" in cfg.unknown or "a2a+p2p" not in _cp_types(value):
         return
-    if cfg.get("model.hierarchical_context_parallel_sizes") is not None:
+    sizes = "model.hierarchical_context_parallel_sizes"
+    if sizes in cfg.unknown or cfg.get(sizes) is not None:  # unknown: `~` left it to the recipe
         return
     cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
     if cp is None or tp is None:

@@ -43,7 +43,8 @@ def _check_parser() -> argparse.ArgumentParser:
         "args",
         nargs="*",
         metavar="FILE|OVERRIDE",
-        help="config files, then Hydra-style overrides (model.context_parallel_size=16)",
+        help="config files and Hydra-style overrides (model.context_parallel_size=16), in any "
+        "order among the options; after -- no word is an option",
     )
     p.add_argument("--version", action="version", version=f"moe-lint {__version__}")
     cluster = p.add_argument_group("cluster and model")
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args and args[0] == "estimate":
             return _cmd_estimate(args[1:])
         if args and args[0] == "check":
-            args = args[1:]
+            return _cmd_check(args[1:], 1)
         return _cmd_check(args)
     except (UsageError, RulePackError) as exc:
         print(f"moe-lint: error: {exc}", file=sys.stderr)
@@ -158,8 +159,36 @@ def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
     return load_pyproject(path)
 
 
-def _cmd_check(argv: list[str]) -> int:
-    ns = _check_parser().parse_args(argv)
+def parse_command_line(
+    parser: argparse.ArgumentParser, argv: list[str], offset: int = 0
+) -> argparse.Namespace:
+    """Parse files, overrides and options in any order (``moe-lint cfg.yaml a.b=1 --gpus 8
+    c.d=2``); after ``--`` every word is positional. ``ns.args`` holds the positionals and
+    ``ns.arg_positions`` their 1-based positions on the command line (``offset`` counts the
+    words before ``argv``, such as ``check``)."""
+    from moe_lint.cmdline import positional_indices
+
+    indices, dashes = positional_indices(parser, argv)
+    # argparse's intermixed parsing still reads options after `--` (Python 3.11), so the words
+    # after it are kept out of argparse.
+    head, tail = (argv, []) if dashes is None else (argv[:dashes], argv[dashes + 1 :])
+    ns = parser.parse_intermixed_args(head)
+    ns.args = [*ns.args, *tail]
+    if [argv[i] for i in indices] == ns.args:
+        ns.arg_positions = [offset + i + 1 for i in indices]
+    else:  # an option form the scan does not know: match the words in order instead
+        positions: list[int | None] = []
+        start = 0
+        for arg in ns.args:
+            found = next((j for j in range(start, len(argv)) if argv[j] == arg), None)
+            positions.append(None if found is None else offset + found + 1)
+            start = start if found is None else found + 1
+        ns.arg_positions = positions
+    return ns
+
+
+def _cmd_check(argv: list[str], offset: int = 0) -> int:
+    ns = parse_command_line(_check_parser(), argv, offset)
     from moe_lint.catalogue import load_catalogue
     from moe_lint.lint import FileResult, lint_path
 
@@ -257,20 +286,21 @@ def _report_fixes(
 
 
 def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
-    """Files first, then Hydra-style overrides."""
+    """Config files and Hydra-style overrides, in any order (an existing file wins over a name
+    that looks like an override); the overrides apply to every file, in the order given."""
     from moe_lint.overrides import looks_like_override, parse_override
 
     files: list[str] = []
     overrides = []
-    for arg in ns.args:
+    positions = getattr(ns, "arg_positions", None) or [None] * len(ns.args)
+    for arg, position in zip(ns.args, positions, strict=True):
         if looks_like_override(arg) and not os.path.exists(arg):
             try:
-                overrides.append(parse_override(arg))
+                overrides.append(parse_override(arg, position))
             except InputError as exc:
-                raise UsageError(str(exc)) from None
+                where = f"argument {position}: " if position else ""
+                raise UsageError(f"{where}{exc}") from None
         else:
-            if overrides:
-                raise UsageError(f"{arg}: files must come before overrides")
             files.append(arg)
     if not files:
         raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
@@ -282,7 +312,7 @@ def _cmd_estimate(argv: list[str]) -> int:
     parser = _check_parser()
     parser.prog = "moe-lint estimate"
     parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
-    ns = parser.parse_args(argv)
+    ns = parse_command_line(parser, argv, 1)
     from moe_lint import memreport, report
     from moe_lint.load import load_file
     from moe_lint.memcheck import memory_settings, run_estimate
@@ -594,6 +624,8 @@ def explain_text(rule: Any) -> str:
     if docs.get("example_args"):
         lines.append(f"(linted with `{docs['example_args']}`)")
     lines += ["", "## Use instead", "```yaml", docs["use_instead"].rstrip(), "```"]
+    if docs.get("use_instead_args"):
+        lines.append(f"(linted with `{docs['use_instead_args']}`)")
     if docs.get("references"):
         lines += ["", "## References", *[f"- {ref}" for ref in docs["references"]]]
     lines += ["", "## Suppress", f"`# moe-lint: disable={rule.code} -- reason`"]

@@ -11,7 +11,7 @@ from moe_lint.catalogue import Catalogue, Rule
 from moe_lint.derive import Facts
 from moe_lint.errors import NotDerivable
 from moe_lint.expr import FUNCTIONS, SECTION_NAMES, SectionView
-from moe_lint.findings import Edit, Finding
+from moe_lint.findings import Argument, Edit, Finding
 from moe_lint.load import format_path, parse_path
 from moe_lint.locate import location, set_value_edit
 from moe_lint.normalize import Config
@@ -42,6 +42,8 @@ class Violation:
     #: Overrides the rule's fix applicability for this finding (e.g. an unsafe removal where
     #: the rule's usual rewrite is safe).
     applicability: str | None = None
+    #: For findings about a command-line override: where it sits on the command line.
+    argument: Argument | None = None
 
 
 @dataclass
@@ -183,9 +185,12 @@ def _finding(
     derivation: str | None,
     at: tuple[int, int] | None = None,
     applicability: str | None = None,
+    argument: Argument | None = None,
 ) -> Finding:
     cfg = ctx.config
-    if at is not None:
+    if argument is not None:
+        line, col, end_line, end_col = 0, 0, 0, 0
+    elif at is not None:
         line, col, end_line, end_col = at[0], at[1], at[0], at[1]
     else:
         line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
@@ -212,6 +217,7 @@ def _finding(
         applicability=applicability,
         edits=edits if applicability != "display-only" else [],
         source=rule.source,
+        argument=argument,
     )
 
 
@@ -249,6 +255,7 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                         _derivation(rule, ctx, violation.derivation),
                         violation.at,
                         violation.applicability,
+                        violation.argument,
                     )
                 )
             return out

@@ -51,6 +51,28 @@ class Edit(NamedTuple):
         }
 
 
+class Argument(NamedTuple):
+    """Where a finding about a command-line override sits: the argument and its text."""
+
+    #: 1-based position among the command-line arguments after the program name (the shell's
+    #: ``$N``); None when the override did not come from a command line (the library API).
+    position: int | None
+    text: str
+
+    @property
+    def where(self) -> str:
+        """``command line argument 3`` (``override`` when no position is known)."""
+        return "override" if self.position is None else f"command line argument {self.position}"
+
+    @property
+    def label(self) -> str:
+        """``command line argument 3 (model.contxt_parallel_size=16)``."""
+        return f"{self.where} ({self.text})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.position, "text": self.text}
+
+
 @dataclass
 class Finding:
     """One problem found in one file, located and explained."""
@@ -71,16 +93,28 @@ class Finding:
     edits: list[Edit] = field(default_factory=list)
     #: The rule's source check (Megatron/Bridge file::function), shown in text output.
     source: str | None = None
+    #: Set for a finding about a command-line override: it has no line in the file
+    #: (``line``/``column`` are 0) and is located at the argument instead.
+    argument: Argument | None = None
 
     @property
     def full_message(self) -> str:
-        """The message naming the Megatron/Bridge check it anticipates, for machine formats."""
-        if not self.source:
-            return self.message
-        return f"{self.message} [{primary_source(self.source)}]"
+        """The message naming the Megatron/Bridge check it anticipates, for machine formats;
+        a finding about an override starts with the argument it is about."""
+        text = (
+            self.message if not self.source else f"{self.message} [{primary_source(self.source)}]"
+        )
+        return f"{self.argument.label}: {text}" if self.argument else text
 
-    def sort_key(self) -> tuple[str, int, int, str, str]:
-        return (self.file, self.line, self.column, self.code, self.path)
+    def position(self) -> tuple[int, int]:
+        """(line, column) for formats that need one: a command-line finding is given the
+        file-level position 1:1 (as ruff does for file-level diagnostics)."""
+        return (self.line, self.column) if self.argument is None else (1, 1)
+
+    def sort_key(self) -> tuple[str, int, int, int, str, str]:
+        """File order; a file's command-line findings first, in argument order."""
+        index = self.argument.position or 0 if self.argument else 0
+        return (self.file, self.line, index, self.column, self.code, self.path)
 
     def to_json(self) -> dict[str, Any]:
         """The stable, documented JSON record (README "JSON output")."""
@@ -91,10 +125,11 @@ class Finding:
             "message": self.full_message,
             "path": self.path,
             "file": self.file,
-            "line": self.line,
-            "column": self.column,
-            "end_line": self.end_line,
-            "end_column": self.end_column,
+            "line": self.line if self.argument is None else None,
+            "column": self.column if self.argument is None else None,
+            "end_line": self.end_line if self.argument is None else None,
+            "end_column": self.end_column if self.argument is None else None,
+            "argument": self.argument.to_json() if self.argument else None,
             "derivation": self.derivation,
             "fix": self.fix,
             "applicability": self.applicability,

@@ -83,8 +83,11 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Any], root: Path) -> str:
     results = []
     for f in findings:
         uri = relative_uri(f.file, root)
-        region: dict[str, int] = {"startLine": f.line, "startColumn": f.column}
-        if (f.end_line, f.end_column) > (f.line, f.column):
+        line, column = f.position()
+        # GitHub code scanning needs region.startLine, so a command-line finding sits at 1:1
+        # of its config file; the argument itself is in the message and the properties.
+        region: dict[str, int] = {"startLine": line, "startColumn": column}
+        if f.argument is None and (f.end_line, f.end_column) > (f.line, f.column):
             region.update(endLine=f.end_line, endColumn=f.end_column)
         result: dict[str, Any] = {
             "ruleId": f.code,
@@ -105,6 +108,8 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Any], root: Path) -> str:
             result["ruleIndex"] = index[f.code]
         if f.fix:
             result["properties"]["fix"] = f.fix
+        if f.argument is not None:
+            result["properties"]["commandLineArgument"] = f.argument.to_json()
         results.append(result)
     log = {
         "$schema": SARIF_SCHEMA,
@@ -140,13 +145,15 @@ def github(findings: Iterable[Finding]) -> str:
     """GitHub Actions workflow commands, one annotation per finding."""
     lines = []
     for f in findings:
-        props = [f"file={_escape_property(f.file)}", f"line={f.line}"]
-        single_line = f.end_line == f.line
-        if single_line:
-            props.append(f"col={f.column}")
-        props.append(f"endLine={f.end_line}")
-        if single_line:
-            props.append(f"endColumn={f.end_column}")
+        props = [f"file={_escape_property(f.file)}"]
+        if f.argument is None:  # a command-line finding is a file-level annotation
+            props.append(f"line={f.line}")
+            single_line = f.end_line == f.line
+            if single_line:
+                props.append(f"col={f.column}")
+            props.append(f"endLine={f.end_line}")
+            if single_line:
+                props.append(f"endColumn={f.end_column}")
         props.append(f"title={_escape_property(f'{f.code} {f.name}')}")
         lines.append(
             f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::{_escape_data(f.full_message)}\n"
@@ -170,7 +177,7 @@ def markdown_summary(findings: Sequence[Finding]) -> str:
         cells = [
             f.severity,
             f"`{f.code}` {f.name}",
-            f"`{f.file}:{f.line}:{f.column}`",
+            f"`{f.file}`, {f.argument.label}" if f.argument else f"`{f.file}:{f.line}:{f.column}`",
             f.message,
             f.fix or "",
         ]
@@ -198,7 +205,7 @@ def gitlab(findings: Sequence[Finding], root: Path) -> str:
                 "check_name": f.code,
                 "fingerprint": fp,
                 "severity": _GITLAB_SEVERITY[f.severity],
-                "location": {"path": uri, "lines": {"begin": f.line}},
+                "location": {"path": uri, "lines": {"begin": f.position()[0]}},
             }
         )
     return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
@@ -225,8 +232,12 @@ def junit(findings: Sequence[Finding], files: Sequence[str]) -> str:
         if not items:
             parts.append(f'    <testcase classname={quoteattr(path)} name="No errors found"/>')
         for f in items:
-            name = f"{f.code} {f.path} ({f.line}:{f.column})"
-            body = f"{f.file}:{f.line}:{f.column}: {f.full_message}"
+            if f.argument is not None:
+                name = f"{f.code} {f.path} ({f.argument.where})"
+                body = f"{f.file}: {f.full_message}"
+            else:
+                name = f"{f.code} {f.path} ({f.line}:{f.column})"
+                body = f"{f.file}:{f.line}:{f.column}: {f.full_message}"
             if f.fix:
                 body += f"\nhelp: {f.fix}"
             parts += [

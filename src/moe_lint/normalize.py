@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from moe_lint.errors import InputError
 from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
-from moe_lint.overrides import Override, apply_overrides
+from moe_lint.overrides import Override, OverrideProblem, apply_overrides
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -106,6 +106,8 @@ class Config:
     precision_overwritten: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     #: Override text per dotted path, for derivations.
     override_text: dict[str, str] = field(default_factory=dict)
+    #: Overrides Hydra's struct mode would reject or Bridge would skip (overrides.py).
+    override_problems: list[OverrideProblem] = field(default_factory=list)
     preset: str | None = None
     #: Framework versions the user stated (package key -> version; absent = newest release).
     versions: dict[str, Version] = field(default_factory=dict)
@@ -304,11 +306,15 @@ def normalize(
         doc=doc, root=root, form=form, raw=raw, preset=preset_name, versions=dict(versions or {})
     )
     overrides = overrides or []
+    deleted: set[str] = set()
     if overrides:
-        apply_overrides(raw, overrides, ())
-        for ov in overrides:
+        outcome = apply_overrides(raw, overrides)
+        cfg.override_problems = outcome.problems
+        deleted = outcome.deleted
+        for ov in outcome.applied:
             cfg.override_text[format_path(ov.path)] = ov.text
-    override_paths = {format_path(ov.path) for ov in overrides if not ov.delete}
+        overrides = outcome.applied
+    override_paths = {format_path(ov.path) for ov in overrides if not ov.delete} - deleted
 
     for name in sections():
         section = raw.get(name)
@@ -337,6 +343,14 @@ def normalize(
             elif name == "model" and preset and key in preset:
                 value = preset[key]
                 cfg.origin[dotted] = "preset"
+            elif deleted and (dotted in deleted or name in deleted):
+                # `~key`: the key is gone from Hydra's dict, so Bridge's _apply_overrides leaves
+                # the field at whatever the recipe set; neither the file nor the default applies.
+                cfg.unknown.add(dotted)
+                cfg.origin[dotted] = "recipe"
+                removed_by = cfg.override_text.get(dotted) or cfg.override_text.get(name, "~")
+                cfg.notes[dotted] = f"{removed_by} removes the key: the recipe's value applies"
+                continue
             elif is_recipe_field(name, key):
                 cfg.unknown.add(dotted)
                 cfg.origin[dotted] = "recipe"

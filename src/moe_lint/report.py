@@ -32,10 +32,11 @@ Segment = tuple[str, str | None]  # (text, style kind)
 
 def concise(findings: Iterable[Finding]) -> str:
     """``file:line:col: CODE [severity] message`` per finding."""
-    return "".join(
-        f"{f.file}:{f.line}:{f.column}: {f.code} [{f.severity}] {f.full_message}\n"
-        for f in findings
-    )
+    out = []
+    for f in findings:
+        line, column = f.position()
+        out.append(f"{f.file}:{line}:{column}: {f.code} [{f.severity}] {f.full_message}\n")
+    return "".join(out)
 
 
 def to_json(findings: Sequence[Finding]) -> str:
@@ -64,11 +65,28 @@ def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
     return out
 
 
+def _argument_frame(finding: Finding) -> list[list[Segment]]:
+    """The override argument with a caret under its key (a finding with no line in the file)."""
+    assert finding.argument is not None
+    text = finding.argument.text
+    key = text.partition("=")[0]
+    start = len(key) - len(key.lstrip("+~"))
+    return [
+        [("  $ ", "gutter"), (text, None)],
+        [("    ", "gutter"), (" " * start + "^" * max(1, len(key) - start), "caret")],
+    ]
+
+
 def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
     """One finding as styled lines: header, message, code frame, derivation, help, source."""
+    where = (
+        f"{finding.file}: {finding.argument.where}"
+        if finding.argument is not None
+        else f"{finding.file}:{finding.line}:{finding.column}"
+    )
     rows: list[list[Segment]] = [
         [
-            (f"{finding.file}:{finding.line}:{finding.column}", "loc"),
+            (where, "loc"),
             (": ", None),
             (finding.severity, finding.severity),
             (" ", None),
@@ -77,7 +95,7 @@ def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segmen
         ],
         [("  " + finding.message, None)],
     ]
-    rows.extend(_frame(finding, lines))
+    rows.extend(_argument_frame(finding) if finding.argument else _frame(finding, lines))
     if finding.derivation:
         rows.append([("  = derived: ", "label"), (finding.derivation, None)])
     if finding.fix:
