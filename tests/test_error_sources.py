@@ -9,11 +9,13 @@ The convention (docs/error-rules.md shows it to users, tools/error_rules.py writ
 * A site is ``<path>::<qualname>``, optionally followed by `` (note)``. The path is the file's
   path inside the installed package, from the package root: ``megatron/core/...``,
   ``megatron/training/...`` (the Megatron-Core wheel), ``megatron/bridge/...`` (the Bridge wheel;
-  ``src/megatron/bridge/...`` in its repository), ``transformer_engine/...``, ``omegaconf/...``
-  or ``torch/...``. The qualname is a function or ``Class.method``.
+  ``src/megatron/bridge/...`` in its repository), ``transformer_engine/...``, ``omegaconf/...``,
+  ``hydra/...`` (hydra-core, which applies Bridge's command-line overrides) or ``torch/...``.
+  The qualname is a function or ``Class.method``.
 * Non-Python sites are listed in NATIVE_SITES, each with its reason: an out-of-memory error is
   raised by PyTorch's CUDA caching allocator in C++, and TE's fused router checks top-k in CUDA.
-* ``stage:`` says when the primary site raises, one of catalogue.STAGES: ``config`` (loading and
+* ``stage:`` says when the primary site raises, one of catalogue.STAGES: ``startup`` (applying
+  the command-line overrides, before any config is validated), ``config`` (loading and
   validating the config: OmegaConf.load, Bridge ConfigContainer.validate, Megatron-Core
   ``__post_init__``), ``process-groups`` (Bridge initialize_megatron: the microbatch calculator,
   torch.distributed and parallel_state.initialize_model_parallel), ``model-build`` (module
@@ -38,7 +40,7 @@ ERROR_RULES = [rule for rule in RULES if rule.severity == "error"]
 
 #: ``<package path>.py::<qualname>`` with an optional parenthesised note.
 SITE = re.compile(
-    r"^(?:megatron/(?:core|training|bridge)|transformer_engine|omegaconf|torch)/"
+    r"^(?:megatron/(?:core|training|bridge)|transformer_engine|omegaconf|hydra|torch)/"
     r"[A-Za-z0-9_/]+\.py::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?: \(.+\))?$"
 )
 #: Raise sites outside Python, each with the reason no Python site exists.

@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "docs" / "error-rules.md"
 
 STAGE_TEXT = {
+    "startup": (
+        "applying the command-line overrides (Bridge `parse_hydra_overrides`, Hydra struct"
+        " mode), before any config is validated"
+    ),
     "config": (
         "loading and validating the config: OmegaConf.load, Bridge"
         " `ConfigContainer.validate`, Megatron-Core `__post_init__`"

@@ -23,15 +23,6 @@ def _shown(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-def _skipped_name(problem: ov.OverrideProblem) -> str:
-    """The name Bridge's _apply_overrides reports: the first one its dataclass lacks."""
-    parts = problem.override.path
-    for i in range(1, len(parts) + 1):
-        if ov.known_field(parts[:i]) is False:
-            return str(parts[i - 1])
-    return str(parts[-1])
-
-
 def _params(problem: ov.OverrideProblem) -> dict[str, Any]:
     o = problem.override
     params: dict[str, Any] = {
@@ -48,10 +39,12 @@ def _params(problem: ov.OverrideProblem) -> dict[str, Any]:
         )
         params["plain"] = o.text[1:]
         params["force"] = "+" + o.text
+    if problem.kind == ov.UNKNOWN_KEY:
+        params["why"] = problem.reason
     if problem.kind == ov.DELETE_MISMATCH:
         params["current"] = _shown(problem.current)
     if problem.kind == ov.KEY_SKIPPED:
-        params["skipped"] = _skipped_name(problem)
+        params["skipped"] = problem.current
     return params
 
 
@@ -77,7 +70,7 @@ def _check(kind: str) -> Callable[[Context], Iterator[Violation]]:
 _BASE = frozenset({"key", "text", "hint", "value"})
 
 CHECKS: dict[str, PythonCheck] = {
-    "override-unknown-key": PythonCheck(_check(ov.UNKNOWN_KEY), _BASE),
+    "override-unknown-key": PythonCheck(_check(ov.UNKNOWN_KEY), _BASE | {"why"}),
     "override-append-existing": PythonCheck(
         _check(ov.APPEND_EXISTING), _BASE | {"holds", "plain", "force"}
     ),

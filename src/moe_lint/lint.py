@@ -83,7 +83,12 @@ def prepare(
     NotBridgeConfig for YAML that is not a Bridge config)."""
     file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster)
     preset = preset_fields(file_settings.model) if file_settings.model else None
-    cfg = normalize(doc, overrides, preset, file_settings.model, file_settings.versions)
+    oracle = None
+    if overrides:
+        from moe_lint.overrides import FieldOracle
+
+        oracle = FieldOracle(file_settings, file_settings.model)
+    cfg = normalize(doc, overrides, preset, file_settings.model, file_settings.versions, oracle)
     cluster = Cluster(
         gpus=file_settings.world(),
         gpus_per_node=file_settings.gpus_per_node,

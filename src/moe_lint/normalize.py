@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from moe_lint.errors import InputError
 from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
-from moe_lint.overrides import Override, OverrideProblem, apply_overrides
+from moe_lint.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -291,6 +291,7 @@ def normalize(
     preset: dict[str, Any] | None = None,
     preset_name: str | None = None,
     versions: dict[str, Version] | None = None,
+    oracle: FieldOracle | None = None,
 ) -> Config:
     """Build the :class:`Config` Bridge would run from a loaded document."""
     if doc.skip is not None:
@@ -308,7 +309,7 @@ def normalize(
     overrides = overrides or []
     deleted: set[str] = set()
     if overrides:
-        outcome = apply_overrides(raw, overrides)
+        outcome = apply_overrides(raw, overrides, oracle)
         cfg.override_problems = outcome.problems
         deleted = outcome.deleted
         for ov in outcome.applied:

@@ -27,9 +27,7 @@ dict values are refused with one line (exit code 2) rather than guessed at.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, NamedTuple
 
 from moe_lint.errors import InputError
@@ -360,10 +358,13 @@ class OverrideProblem(NamedTuple):
     #: Index of the override in the list (its position when no command-line index is known).
     position: int
     hint: str = ""
-    #: The value the key holds (for append-existing and delete-mismatch).
+    #: The value the key holds (append-existing, delete-mismatch), or the first name Bridge's
+    #: dataclass lacks (key-skipped).
     current: Any = None
     #: Where that value comes from: "the file", "an earlier override" or "the recipe".
     origin: str = ""
+    #: Why the key is missing (unknown-key).
+    reason: str = ""
 
 
 @dataclass
@@ -401,41 +402,95 @@ def _through_scalar(data: dict[str, Any], parts: ConfigPath) -> bool:
     return False
 
 
-@cache
-def _catalogue() -> tuple[dict[str, set[str]], set[str], set[str]]:
-    """(section -> known fields, top-level sections, free-form paths)."""
-    from moe_lint.catalogue import bridge_fields
-    from moe_lint.fastschema import spec
+class FieldOracle:
+    """Which keys are in the dict Bridge builds from the recipe, from the same per-class,
+    per-release catalogue SCH001 uses (:mod:`moe_lint.checks_fields`, :mod:`bridge_classes`).
 
-    data = bridge_fields()
-    sections: dict[str, set[str]] = {k: set(v) for k, v in data["sections"].items()}
-    for name, fields in spec().items():
-        sections.setdefault(name, set()).update(fields)
-    top = set(data.get("top_level") or sections)
-    free = set(data.get("free_form") or ())
-    return sections, top, free
-
-
-def known_field(parts: ConfigPath) -> bool | None:
-    """Is ``parts`` a field of the config Bridge builds from a recipe?
-
-    True: a known field; False: not one (the first unknown name sits in a section whose fields
-    moe-lint knows); None: cannot say (a free-form dict such as ``env_vars``, or below a field
-    whose own fields moe-lint does not list).
+    A section's class is its ``_target_`` when the file names a known one; otherwise the recipe
+    decides, so a key is missing only when no class the section can hold has it (``--model``
+    narrows ``model`` to the preset's providers). ``extra-fields`` count as known.
     """
-    sections, top, free = _catalogue()
-    names = [str(p) for p in parts]
-    if names[0] not in top:
-        return False
-    for i in range(1, len(names)):
-        section = ".".join(names[:i])
-        if section in free or section == "env_vars" or not sections.get(section):
-            return None
-        if names[i] not in sections[section]:
+
+    def __init__(self, settings: Any = None, preset: str | None = None) -> None:
+        from types import SimpleNamespace
+
+        from moe_lint.checks_fields import _Walk
+
+        shim: Any = SimpleNamespace(settings=settings, config=SimpleNamespace(preset=preset))
+        self.walk = _Walk(shim)
+        self.view = self.walk.view
+        #: A stated release outside the catalogue: moe-lint cannot tell which fields exist.
+        self.blind = bool(
+            [c for c in (self.walk.bridge, self.walk.mcore) if c.outside]
+            and not self.walk.installed
+        )
+
+    def top(self) -> list[str]:
+        return sorted(self.view.names(self.view.container()) or ())
+
+    def classes(self, parts: ConfigPath, data: dict[str, Any]) -> list[str] | None:
+        """The classes the section at ``parts`` can hold (None: not a config-class section)."""
+        view = self.view
+        classes: list[str] | None = None
+        holder = view.container()
+        for depth, part in enumerate(parts):
+            name = str(part)
+            node, _ = _lookup(data, parts[: depth + 1])
+            target = node.get("_target_") if isinstance(node, dict) else None
+            if depth == 0:
+                if view.admits_mapping(holder, name):
+                    return None
+                nxt = self.walk.section_classes(view, name)
+            else:
+                assert classes is not None
+                if any(view.admits_mapping(c, name) for c in classes):
+                    return None
+                nxt = view.expand(r for c in classes for r in view.nested(c, name))
+            if isinstance(target, str):
+                if not view.knows(target):
+                    return None
+                nxt = [target]
+            if not nxt:
+                return None
+            classes = nxt
+        return classes
+
+    def status(self, parts: ConfigPath, data: dict[str, Any]) -> tuple[bool | None, int]:
+        """(verdict, index of the first unknown name) for the dotted key ``parts``.
+
+        True: a field; False: not one (``parts[index]`` is the first name no class has);
+        None: cannot say (a plain dict such as ``env_vars``, a class or release moe-lint does
+        not know).
+        """
+        if self.blind:
+            return None, -1
+        names = [str(p) for p in parts]
+        for depth in range(1, len(names) + 1):
+            if self.walk._extra(".".join(names[:depth])):
+                return None, -1
+        if names[0] not in self.top():
+            return False, 0
+        for depth in range(1, len(names)):
+            classes = self.classes(parts[:depth], data)
+            if classes is None:
+                return None, -1
+            if names[depth] not in self.view.union(classes):
+                return False, depth
+        return True, -1
+
+    def always(self, parts: ConfigPath, data: dict[str, Any]) -> bool:
+        """True when every class the section can hold has the field (so the recipe's dict
+        holds the key, whichever class the recipe builds)."""
+        if len(parts) < 2 or self.blind:
             return False
-        if ".".join(names[: i + 1]) in free:
-            return None
-    return True
+        classes = self.classes(parts[:-1], data)
+        name = str(parts[-1])
+        return bool(classes) and all(name in (self.view.names(c) or ()) for c in classes or ())
+
+    def fields(self, parts: ConfigPath, data: dict[str, Any]) -> list[str]:
+        """Every field name the section at ``parts`` can have (for did-you-mean)."""
+        classes = self.classes(parts, data) if parts else [self.view.container()]
+        return sorted(self.view.union(classes)) if classes else []
 
 
 def _never_null(parts: ConfigPath) -> bool:
@@ -448,51 +503,54 @@ def _never_null(parts: ConfigPath) -> bool:
     return typed is not None and "null" not in typed["types"]
 
 
-def _suggest_key(parts: ConfigPath, data: dict[str, Any]) -> str | None:
+def _suggest_key(parts: ConfigPath, data: dict[str, Any], oracle: FieldOracle) -> str | None:
     """The known key the user most likely meant (difflib over the section's fields; across all
     sections for a key given without one)."""
-    from moe_lint.checks import _HOME_SECTIONS, _suggest
+    from moe_lint.checks import _suggest
+    from moe_lint.checks_fields import _HOME_SECTIONS
 
-    sections, top, _ = _catalogue()
+    top = oracle.top()
     names = [str(p) for p in parts]
-
-    def fields_of(section: str) -> list[str]:
-        found = set(sections.get(section, ()))
-        node, present = _lookup(data, tuple(section.split(".")))
-        if present and isinstance(node, dict):
-            found |= {str(k) for k in node}
-        return sorted(found)
 
     def home(candidates: list[str]) -> str:
         return min(candidates, key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s))
 
+    def fields_of(section: ConfigPath) -> list[str]:
+        found = set(oracle.fields(section, data))
+        node, present = _lookup(data, section)
+        if present and isinstance(node, dict):
+            found |= {str(k) for k in node if k != "_target_"}
+        return sorted(found)
+
     leaf = names[-1]
     if len(names) == 1:
-        holders = [s for s in top if leaf in sections.get(s, ())]
+        holders = [s for s in top if leaf in fields_of((s,))]
         if holders:
             return f"{home(holders)}.{leaf}"
-        everything = sorted({f for s in top for f in sections.get(s, ())})
-        guess = _suggest(leaf, everything)
+        everything = {s: fields_of((s,)) for s in _HOME_SECTIONS if s in top}
+        guess = _suggest(leaf, sorted({f for fs in everything.values() for f in fs}))
         if guess:
-            return f"{home([s for s in top if guess in sections.get(s, ())])}.{guess}"
-        return _suggest(leaf, sorted(top))
-    section = ".".join(names[:-1])
-    if section not in sections and _lookup(data, tuple(names[:-1]))[1] is False:
-        first = _suggest(names[0], sorted(top))
+            return f"{home([s for s, fs in everything.items() if guess in fs])}.{guess}"
+        return _suggest(leaf, top)
+    section: ConfigPath = tuple(names[:-1])
+    if names[0] not in top and not _lookup(data, section[:1])[1]:
+        first = _suggest(names[0], top)
         if first is None:
             return None
-        section = ".".join([first, *names[1:-1]])
+        section = (first, *names[1:-1])
     guess = _suggest(leaf, fields_of(section))
+    dotted = ".".join(str(p) for p in section)
     if guess:
-        return f"{section}.{guess}"
-    holders = [s for s in top if leaf in sections.get(s, ()) and s != section]
-    if holders:
-        return f"{home(holders)}.{leaf}"
+        return f"{dotted}.{guess}"
+    if len(section) == 1:
+        holders = [s for s in top if s != dotted and leaf in fields_of((s,))]
+        if holders:
+            return f"{home(holders)}.{leaf}"
     return None
 
 
-def _hint(ov: Override, data: dict[str, Any]) -> str:
-    guess = _suggest_key(ov.path, data)
+def _hint(ov: Override, data: dict[str, Any], oracle: FieldOracle) -> str:
+    guess = _suggest_key(ov.path, data, oracle)
     if guess is None:
         return "no known field is close; check the name and its section"
     rest = f"={ov.raw_value}" if "=" in ov.text else ""
@@ -519,12 +577,11 @@ def _delete(data: dict[str, Any], parts: ConfigPath) -> None:
 
 
 def apply_overrides(
-    data: dict[str, Any],
-    overrides: list[Override],
-    known: Callable[[ConfigPath], bool | None] = known_field,
+    data: dict[str, Any], overrides: list[Override], oracle: FieldOracle | None = None
 ) -> Applied:
     """Apply overrides in order onto ``data`` (the tree below the ConfigContainer root, in
     place) the way Hydra's struct mode and Bridge would, recording what they reject or skip."""
+    oracle = oracle or FieldOracle()
     out = Applied()
     touched: set[str] = set()  # keys an earlier override set
     gone: set[str] = set()  # keys an earlier override deleted (absent from Hydra's dict now)
@@ -533,7 +590,9 @@ def apply_overrides(
         dotted = ov.key
         current, present = _lookup(data, parts)
         deleted_before = any(dotted == g or dotted.startswith(g + ".") for g in gone)
-        is_field = None if _through_scalar(data, parts) else known(parts)
+        is_field, first_unknown = (
+            (None, -1) if _through_scalar(data, parts) else oracle.status(parts, data)
+        )
         # Does Hydra's dict hold the key? True / False / None (a recipe-only key moe-lint
         # cannot see into, e.g. below env_vars).
         # An earlier override that replaced a parent (`model=4`) took the recipe's keys with it.
@@ -548,13 +607,14 @@ def apply_overrides(
             source: str = origin,
             _ov: Override = ov,
             _at: int = position,
+            reason: str = "",
         ) -> None:
-            out.problems.append(OverrideProblem(kind, _ov, _at, hint, now, source))
+            out.problems.append(OverrideProblem(kind, _ov, _at, hint, now, source, reason))
 
         def why_missing(_ov: Override = ov, _deleted: bool = deleted_before) -> str:
             if _deleted:
                 return "an earlier ~ override deleted it; re-add it with +" + _ov.text.lstrip("+~")
-            return _hint(_ov, data)
+            return _hint(_ov, data, oracle)
 
         if ov.delete:
             if present and current is None:
@@ -575,15 +635,21 @@ def apply_overrides(
             out.applied.append(ov)
             continue
         if ov.prefix == "" and exists is False:
-            problem(UNKNOWN_KEY, why_missing())
+            if deleted_before:
+                reason = "was deleted by an earlier ~ override"
+            elif replaced:
+                reason = "went with the parent an earlier override replaced"
+            else:
+                reason = "is not a field of the config and not in the file"
+            problem(UNKNOWN_KEY, why_missing(), reason=reason)
             continue
         if ov.prefix == "+" and not isinstance(ov.value, list):
             if present and current is not None:
                 problem(APPEND_EXISTING, now=current)
-            elif exists and not present and _never_null(parts):
+            elif exists and not present and _never_null(parts) and oracle.always(parts, data):
                 problem(APPEND_EXISTING, source="the recipe")
         if is_field is False:
-            problem(KEY_SKIPPED, _hint(ov, data))
+            problem(KEY_SKIPPED, _hint(ov, data, oracle), now=str(parts[first_unknown]))
         _set(data, parts, ov.value)
         touched.add(dotted)
         gone = {g for g in gone if g != dotted and not g.startswith(dotted + ".")}
