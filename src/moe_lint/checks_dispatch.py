@@ -173,11 +173,9 @@ def delay_wgrad_without_overlap(ctx: Context) -> Iterator[Violation]:
 
 def _te_below(ctx: Context, text: str) -> bool:
     """Is the Transformer Engine in use (stated, else the newest release) older than ``text``?"""
-    from moe_lint.versions import below, effective_version, parse_version
+    from moe_lint.versions import stated_below
 
-    settings = ctx.settings
-    stated = settings.versions if settings is not None else {}
-    return below(effective_version(stated, "transformer-engine"), parse_version(text))
+    return stated_below(ctx.settings.versions if ctx.settings else None, "transformer-engine", text)
 
 
 def delay_wgrad_constraints(ctx: Context) -> Iterator[Violation]:

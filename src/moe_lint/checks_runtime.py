@@ -357,11 +357,9 @@ _FP4_PARAM_BRIDGE = "0.4.2"
 
 def _bridge_below(ctx: Context, text: str) -> bool:
     """Is the Bridge in use (stated, else the newest release) older than ``text``?"""
-    from moe_lint.versions import below, effective_version, parse_version
+    from moe_lint.versions import stated_below
 
-    settings = ctx.settings
-    stated = settings.versions if settings is not None else {}
-    return below(effective_version(stated, "bridge"), parse_version(text))
+    return stated_below(ctx.settings.versions if ctx.settings else None, "bridge", text)
 
 
 def fp4_param_block_old_bridge(ctx: Context) -> Iterator[Violation]:

@@ -116,11 +116,10 @@ class Evaluator:
 
     def _version_below(self, package: str, text: str) -> bool:
         """Is the version in use (stated, else the newest release) older than ``text``?"""
-        from moe_lint.versions import below, effective_version, parse_version
+        from moe_lint.versions import stated_below
 
         settings = self.ctx.settings
-        stated = settings.versions if settings is not None else {}
-        return below(effective_version(stated, package), parse_version(text))
+        return stated_below(settings.versions if settings is not None else None, package, text)
 
     def _fact(self, name: str, default: Any = None) -> Any:
         """A derived fact, or ``default`` when it cannot be computed for this file."""

@@ -81,6 +81,11 @@ def effective_version(versions: Mapping[str, Version], package: str) -> Version:
     return stated if stated is not None else newest_released(key)
 
 
+def stated_below(stated: Mapping[str, Version] | None, package: str, text: str) -> bool:
+    """Is ``package`` as stated (else its newest release) older than the version ``text``?"""
+    return below(effective_version(stated or {}, package), parse_version(text))
+
+
 def below(version: Version, other: Version) -> bool:
     """``version < other`` (PEP 440: ``2.12.0.dev0`` is below ``2.12``)."""
     return version < other
