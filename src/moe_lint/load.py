@@ -469,7 +469,8 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
         nodes = compose(text)
     except yaml.YAMLError as exc:
         message = _yaml_error_message(exc)
-        if not _text_is_config(text):
+        # libyaml's own nesting limit (PyYAML 6.0.4 wheels) is a bound like MAX_DEPTH: exit 2.
+        if "nesting depth" not in message and not _text_is_config(text):
             return _skipped(
                 path, text, had_bom, f"not a Megatron Bridge config (and not valid YAML: {message})"
             )
