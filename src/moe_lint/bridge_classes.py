@@ -13,7 +13,7 @@ the classes a section can hold:
   counts (ConfigContainer's annotation, every model provider, every dataset provider), narrowed
   to the preset's provider class with ``--model``.
 
-The data is read only when SCH001 runs (about 2 ms; see :func:`load_cost`), and resolved
+The data is read only when SCH001 runs (about 2 ms), and resolved
 class by class as the walk meets them.
 """
 
@@ -285,22 +285,3 @@ def view(bridge: str, megatron_core: str) -> View:
 
 def short(qualname: str) -> str:
     return qualname.rpartition(".")[2]
-
-
-def load_cost(repeat: int = 20) -> float:
-    """Milliseconds to read the data file and resolve the GPT provider (for the docs)."""
-    import time
-
-    best = float("inf")
-    for _ in range(repeat):
-        data.cache_clear()
-        view.cache_clear()
-        _all_children.cache_clear()
-        start = time.perf_counter()
-        v = view(releases("bridge")[-1], releases("megatron-core")[-1])
-        v.union(v.section_classes("model"))
-        best = min(best, time.perf_counter() - start)
-    data.cache_clear()
-    view.cache_clear()
-    _all_children.cache_clear()
-    return best * 1000
