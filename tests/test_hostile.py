@@ -11,9 +11,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,34 +107,39 @@ def _typed_cases() -> list[tuple[str, str, str]]:
     return out
 
 
-def run_cli(args: list[str], cwd: Path) -> tuple[int, str, str, float, float]:
-    """Run moe-lint; return (exit code, stdout, stderr, seconds, peak RSS in MB).
+def run_cli(
+    args: list[str], cwd: Path, env_extra: dict[str, str] | None = None, stdin: Any = None
+) -> tuple[int, str, str, float, float]:
+    """Run moe-lint; return (exit code, stdout, stderr, CPU seconds, peak RSS in MB).
 
-    A small wrapper process starts moe-lint and reads its peak RSS from RUSAGE_CHILDREN: forking
-    moe-lint straight from pytest would count pytest's own pages, resident until exec.
+    A small wrapper process starts moe-lint and reads its CPU time (user + system) and peak RSS
+    from RUSAGE_CHILDREN: forking moe-lint straight from pytest would count pytest's own pages,
+    resident until exec. CPU time, not wall time, is the bound: a loaded CI machine stretches
+    the wall clock, never the work done.
     """
     env = {k: v for k, v in os.environ.items() if k != "MOE_LINT_STRICT"}
+    env.update(env_extra or {})
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-c", _WRAPPER, rss.name, sys.executable, "-m", "moe_lint", *args],
             cwd=cwd,
             env=env,
             capture_output=True,
             text=True,
+            errors="replace",
             timeout=60,
             check=False,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
         )
-        seconds = time.perf_counter() - start
-        peak_kb = int(Path(rss.name).read_text() or 0)
-    return proc.returncode, proc.stdout, proc.stderr, seconds, peak_kb / 1024
+        peak_kb, cpu = Path(rss.name).read_text().split() or ("0", "0")
+    return proc.returncode, proc.stdout, proc.stderr, float(cpu), int(peak_kb) / 1024
 
 
 _WRAPPER = (
     "import resource, subprocess, sys\n"
     "code = subprocess.run(sys.argv[2:]).returncode\n"
-    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "open(sys.argv[1], 'w').write(str(peak))\n"
+    "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "open(sys.argv[1], 'w').write(f'{use.ru_maxrss} {use.ru_utime + use.ru_stime}')\n"
     "sys.exit(code)\n"
 )
 
