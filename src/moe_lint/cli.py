@@ -224,21 +224,23 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     changed = 0
     outcomes: list[tuple[str, Any]] = []
     if ns.fix or ns.diff:
-        linted = [
-            _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
-            for path in files
-        ]
+        # One file at a time: lint, fix, keep only what the report needs (lint.slim).
+        from moe_lint.lint import slim
+        from moe_lint.parallel import workers_for
+
+        workers_for(1)  # MOE_LINT_JOBS / MOE_LINT_FILE_TIMEOUT are checked on every path
+        for path in files:
+            result = _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
+            if result.doc is not None and result.error is None:
+                before = result.doc.text
+                result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+                changed += outcome.text != before
+                outcomes.append((result.path, outcome))
+            results.append(slim(result))
     else:
         from moe_lint.parallel import lint_many
 
-        linted = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
-    for result in linted:
-        if (ns.fix or ns.diff) and result.doc is not None and result.error is None:
-            before = result.doc.text
-            result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
-            changed += outcome.text != before
-            outcomes.append((result.path, outcome))
-        results.append(result)
+        results = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
     if ns.diff:
         # Like `ruff --diff`: the diff is the output; exit 1 when something would change.
         for r in results:
