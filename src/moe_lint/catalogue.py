@@ -243,12 +243,12 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         lets.append(
             (
                 let_name,
-                compile_expr(str(text), f"{where} let.{let_name}", frozenset(names), field_exists),
+                compile_expr(text, f"{where} let.{let_name}", frozenset(names), field_exists),
             )
         )
         names.add(let_name)
     frozen = frozenset(names)
-    compiled_when = compile_expr(str(when), f"{where} when", frozen, field_exists) if when else None
+    compiled_when = compile_expr(when, f"{where} when", frozen, field_exists) if when else None
     path = entry.get("path")
     if path is None and check is None:
         raise RulePackError(f"{where}: 'path' is required for condition rules")
@@ -276,7 +276,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
             if str(set_path).split(".")[0] not in SECTION_NAMES:
                 raise RulePackError(f"{where}: fix path {set_path!r} must start with a section")
             sets.append(
-                (str(set_path), compile_expr(str(text), f"{where} fix.set", frozen, field_exists))
+                (str(set_path), compile_expr(text, f"{where} fix.set", frozen, field_exists))
             )
         if applicability != "display-only" and not sets and check is None:
             raise RulePackError(f"{where}: an applicable fix needs 'set' values")

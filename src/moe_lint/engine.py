@@ -9,8 +9,16 @@ from typing import Any
 
 from moe_lint.catalogue import Catalogue, Rule
 from moe_lint.derive import Facts
-from moe_lint.errors import NotDerivable
-from moe_lint.expr import FUNCTIONS, SECTION_NAMES, SectionView
+from moe_lint.errors import NotDerivable, RulePackError
+from moe_lint.expr import _LEFT as _BUDGET
+from moe_lint.expr import (
+    FUNCTIONS,
+    SECTION_NAMES,
+    BudgetExceeded,
+    SectionView,
+    charge,
+    reset_budget,
+)
 from moe_lint.findings import Argument, Edit, Finding
 from moe_lint.load import format_path, parse_path
 from moe_lint.locate import location, set_value_edit
@@ -135,14 +143,19 @@ class Evaluator:
         return default if result is None else result
 
     def eval(self, compiled: Any) -> Any:
-        # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins.
+        # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins,
+        # under the per-file cost budget (expr.LIMITS).
+        left = _BUDGET[0] - compiled.cost
+        _BUDGET[0] = left
+        if left < 0:
+            charge(0)
         return eval(compiled.code, self.namespace)
 
     def lookup(self, name: str) -> Any:
         """Resolve a template placeholder (a name or ``section.field``)."""
         if "." in name:
             section, attr = name.split(".", 1)
-            return getattr(self.base[section], attr)
+            return self.base[section]._read(attr)
         if name in self.locals:
             return self.locals[name]
         self.ctx.facts.resolve(name)
@@ -271,6 +284,13 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
         return [_finding(rule, ctx, ev, rule.path, edits, _derivation(rule, ctx, derivation))]
     except NotDerivable:
         return []
+    except BudgetExceeded as exc:
+        # A rule that asks for too much is a broken (or hostile) pack: stop with one line
+        # naming it, rather than skip it as if it did not apply.
+        where = f"{ctx.config.doc.path}: " if ctx.config.doc is not None else ""
+        raise RulePackError(
+            f"{where}rule {rule.code} ({rule.name}, pack {rule.pack}): {exc}"
+        ) from None
     except _DATA_ERRORS:
         # A value of an unexpected shape in an untyped field: the rule cannot judge this file.
         if os.environ.get("MOE_LINT_STRICT"):
@@ -288,6 +308,7 @@ def applies_to_versions(rule: Rule, ctx: Context) -> bool:
 
 def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:
     ev = Evaluator(ctx)
+    reset_budget()
     findings: list[Finding] = []
     for rule in rules:
         if rule.versions and not applies_to_versions(rule, ctx):
