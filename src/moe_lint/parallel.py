@@ -93,6 +93,9 @@ def _work(path: str) -> FileResult:
 
 def _serve(conn: Any) -> None:
     """A worker: lint each (index, path) received until None; send back (index, kind, value)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     while True:
         try:
             task = conn.recv()
