@@ -23,6 +23,8 @@ through ``moe_lint.fix.run_fixes``). A case fails when:
 - anything but ``UsageError`` naming the file escapes (a crash);
 - an input error is empty or longer than one line;
 - a finding's ``to_json()`` does not match ``docs/findings.schema.json``;
+- the last mutation put a non-integer (a word, a list, a mapping, 1.5, a 100,000-character
+  string) into a typed integer field of a config and no SCH002 names that path ("silent");
 - linting the same text twice gives different results;
 - the case takes more than ``--case-seconds`` of CPU time (default 2 s; a hang is cut by
   ``SIGALRM`` at 5× that) or the process's peak RSS grows past ``--max-rss-mb`` (default 300);
@@ -116,7 +118,29 @@ def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-def mutate_tree(text: str, rng: random.Random) -> str:
+#: Values no integer field accepts: a case that puts one in a typed ``int`` field must get
+#: SCH002 at that path (or an input error), never silence.
+NOT_INTS: list[Any] = ["eight", [1, 2, 3], {"a": {"b": 1}}, 1.5, "x" * 100_000]
+
+
+def int_fields() -> set[tuple[str, str]]:
+    """(section, field) of every typed field whose type is exactly ``int`` or ``int | None``."""
+    from moe_lint.schema import SECTIONS
+
+    out = set()
+    for section, model in SECTIONS.items():
+        for name, info in model.model_fields.items():
+            if info.annotation in (int, int | None):
+                out.add((section, name))
+    return out
+
+
+INT_FIELDS: set[tuple[str, str]] = set()
+
+
+def mutate_tree(text: str, rng: random.Random, expect: list[str] | None = None) -> str:
+    """``text`` with its YAML tree changed; when the change puts a non-integer into a typed
+    integer field, its dotted path is appended to ``expect``."""
     import yaml
 
     if len(text) > 500_000 or ":0:0:0:0" in text:  # PyYAML's own base-60 reader is quadratic
@@ -127,9 +151,14 @@ def mutate_tree(text: str, rng: random.Random) -> str:
         return text
     if not isinstance(data, dict):
         return text
-    kind = rng.randrange(5)
+    kind = rng.randrange(6)
     leaves = _leaves(data)
-    if kind <= 1 and leaves:
+    typed = [(sec, key) for sec, key in INT_FIELDS if isinstance(data.get(sec), dict)]
+    if kind == 5 and typed and expect is not None:
+        section, key = rng.choice(sorted(typed))
+        data[section][key] = rng.choice(NOT_INTS)
+        expect.append(f"{section}.{key}")
+    elif kind <= 1 and leaves:
         *parent_path, last = rng.choice(leaves)
         parent = data
         for part in parent_path:
@@ -163,22 +192,27 @@ def mutate_tree(text: str, rng: random.Random) -> str:
     return out
 
 
-def make_case(rng: random.Random, corpus: list[tuple[str, str]]) -> tuple[str, bytes]:
-    """A seed file's name and its bytes after 1-4 mutations."""
+def make_case(rng: random.Random, corpus: list[tuple[str, str]]) -> tuple[str, bytes, str | None]:
+    """A seed file's name, its bytes after 1-4 mutations, and the typed path that must be
+    reported as a wrong type (when the last mutation put a non-integer into one)."""
     name, text = rng.choice(corpus)
     raw = text.encode("utf-8")
+    expect: list[str] = []
     for _ in range(rng.randint(1, 4)):
+        expect.clear()  # a later mutation may have moved or removed the value
         if rng.random() < 0.5:
             try:
-                raw = mutate_tree(raw.decode("utf-8"), rng).encode("utf-8", "surrogatepass")
+                raw = mutate_tree(raw.decode("utf-8"), rng, expect).encode("utf-8", "surrogatepass")
             except UnicodeDecodeError:  # already not UTF-8: only bytes can change it further
                 raw = mutate_bytes(raw, rng)
         else:
             raw = mutate_bytes(raw, rng)
-    return name, raw
+    return name, raw, (expect[0] if expect else None)
 
 
-def check_case(raw: bytes, catalogue: Any, validator: Any, fix: bool) -> str | None:
+def check_case(
+    raw: bytes, catalogue: Any, validator: Any, fix: bool, expect: str | None = None
+) -> str | None:
     """The failure of one case (the file's bytes, decoded as ``load_file`` does), or None."""
     from moe_lint.errors import InputError, UsageError
     from moe_lint.lint import FileResult, lint_text
@@ -209,6 +243,10 @@ def check_case(raw: bytes, catalogue: Any, validator: Any, fix: bool) -> str | N
             return f"input error not one line: {first.error[:200]!r}"
         return None
     records = [f.to_json() for f in first.findings]
+    if expect is not None and first.notice is None and not any(
+        r["code"] == "SCH002" and r["path"] == expect for r in records
+    ):
+        return f"silent: a non-integer in {expect} got no SCH002"
     errors = list(validator.iter_errors(records))
     if errors:
         return f"finding schema: {errors[0].message[:200]}"
@@ -257,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     from moe_lint.catalogue import load_catalogue
 
     catalogue = load_catalogue(plugins=False)
+    INT_FIELDS.update(int_fields())
     schema = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     corpus = seeds()
@@ -274,13 +313,13 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not ns.cases and time.perf_counter() - start >= ns.seconds:
             break
-        name, text = make_case(rng, corpus)
+        name, text, expect = make_case(rng, corpus)
         cases += 1
         cpu0 = _cpu()
         hang_after = max(ns.case_seconds * 5, 1.0)
         try:
             signal.setitimer(signal.ITIMER_REAL, hang_after)
-            failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0)
+            failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0, expect)
         except Hang:
             failure = f"hang: over {hang_after:.0f} s"
         except Exception as exc:  # the finding this script exists for
