@@ -497,3 +497,37 @@ def test_entry_point_scan_defers_to_importlib_for_zips(
     monkeypatch.syspath_prepend(str(archive))
     assert catalogue._scan_entry_points() is None
     assert isinstance(catalogue._entry_point_plugins(), list)
+
+
+def test_a_lint_opens_nothing_in_the_cache_folder(tmp_path: Path) -> None:
+    """Whatever is planted there, a lint (serial, --fix, rules) never reads the folder."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / "catalogue-x.pickle").write_bytes(pickle.dumps(_Touch(tmp_path / "pwned")))
+    config = tmp_path / "c.yaml"
+    config.write_text(BROKEN.read_text())
+    probe = (
+        "import os, sys\n"
+        f"cache = {str(cache)!r}\n"
+        "def hook(event, args):\n"
+        "    if event in ('open', 'os.listdir', 'os.scandir') and args and "
+        "str(args[0]).startswith(cache):\n"
+        "        print('OPENED', event, args[0], file=sys.stderr)\n"
+        "sys.addaudithook(hook)\n"
+        "from moe_lint.cli import main\n"
+        "for argv in ([sys.argv[1], '--format', 'sarif'], [sys.argv[1], '--fix'], ['rules']):\n"
+        "    main(argv)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(config)],
+        env=_env(MOE_LINT_CACHE_DIR=str(cache)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert "OPENED" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "CG006" in proc.stdout or "RCP003" in proc.stdout
+    assert sorted(p.name for p in cache.iterdir()) == ["catalogue-x.pickle"]
