@@ -103,6 +103,9 @@ def _check_parser() -> argparse.ArgumentParser:
     sel.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     sel.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read settings from")
     sel.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
+    sel.add_argument(
+        "--no-cache", action="store_true", help="read and write no per-user cache files"
+    )
     fx = p.add_argument_group("fixes")
     fx.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     fx.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
@@ -250,6 +253,10 @@ def parse_command_line(
 
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
     ns = parse_command_line(_check_parser(), argv, offset)
+    if ns.no_cache:
+        from moe_lint import rulecache
+
+        rulecache.disable()
     from moe_lint.catalogue import load_catalogue
     from moe_lint.lint import FileResult, lint_path
 
