@@ -99,8 +99,12 @@ def test_github_annotations_and_escaping(
 
     from moe_lint.formats import _escape_data, _escape_property
 
-    assert _escape_data("50%\r\nnext") == "50%25%0D%0Anext"
+    # Config text is one line: a CR or LF in it is shown as an escape, so it can neither start a
+    # workflow command nor split the annotation; % is the runner's own escape character.
+    assert _escape_data("50%\r\nnext") == "50%25\\r\\nnext"
+    assert _escape_data("x\n::error::y") == "x\\n::error::y"
     assert _escape_property("a:b,c") == "a%3Ab%2Cc"
+    assert _escape_property("%\n") == "%25\\n"
 
 
 def test_gitlab_code_quality(capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
@@ -193,3 +197,51 @@ def test_ci_example_files_parse() -> None:
     )
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert {h["id"] for h in hooks} == {"moe-lint", "moe-lint-fix"}
+
+
+def test_escape_layer_units() -> None:
+    """moe_lint.escape, one format at a time (the CLI cases are in test_hostile_output.py)."""
+    from moe_lint import escape
+
+    assert escape.text("a\x1b[2Jb\n\tc\x85\u2028") == "a\\x1b[2Jb\\n\tc\\x85\\u2028"
+    assert escape.text("bad\udcff.yaml") == "bad\\xff.yaml"  # os.fsdecode's byte, shown
+    assert escape.line("  ::error::x ##[warning]y") == "  \\x3a:error::x ##\\x5bwarning]y"
+    # A workflow command split over two pieces of a text row is still broken.
+    assert escape.guard_row(["model.a##", "[0]"]) == ["model.a##", "\\x5b0]"]
+    assert escape.guard_row(["  :", ":error::x"]) == ["  \\x3a", ":error::x"]
+    assert escape.guard_row(["plain", " text"]) == ["plain", " text"]
+    # JSON: valid UTF-8, lossless for Unicode text, inert bytes.
+    dumped = escape.dumps({"k": "\x7f\x9b##[e]\u202e", "f": "bad\udcff"})
+    dumped.encode("utf-8")
+    assert "\x9b" not in dumped and "##[" not in dumped and "\u202e" not in dumped
+    assert json.loads(dumped) == {"k": "\x7f\x9b##[e]\u202e", "f": "bad\\xff"}
+    # XML: C0 is not legal XML 1.0 even as a reference, so it is shown; line breaks are
+    # references, so the data adds no line to the stream.
+    attr, body = escape.xml_attr('q"\x01\n'), escape.xml_text("<&\x0b\n::x##[y")
+    xml = f"<a b={attr}>{body}</a>"
+    assert "\n" not in xml and "##[" not in xml
+    parsed = ET.fromstring(xml)
+    assert parsed.get("b") == 'q"\\x01\n' and parsed.text == "<&\\x0b\n::x##[y"
+    assert escape.uri_path("configs/my file#1.yaml") == "configs/my%20file%231.yaml"
+    assert escape.uri_path("bad\udcff.yaml") == "bad%FF.yaml"
+    assert escape.uri_path("plain/a-b_c.yaml") == "plain/a-b_c.yaml"
+    assert escape.markdown("![x](http://e/p.png) <img> |") == (
+        "\\!\\[x\\](http://e/p.png) \\<img\\> \\|"
+    )
+
+
+def test_code_frame_caret_under_escaped_text() -> None:
+    """The caret is measured on the line as shown, escapes included."""
+    from moe_lint import report
+    from moe_lint.findings import Finding
+
+    lines = ["model:", "  \u202ex\u2066: 1  # key with bidi controls"]
+    finding = Finding("SCH001", "unknown-key", "warning", "m", "model.x", "f.yaml", 2, 3, 2, 7)
+    rows = report.text_segments(finding, lines)
+    shown = report.render_plain(rows).splitlines()
+    code_line = next(s for s in shown if s.startswith("  2 | "))
+    caret_line = shown[shown.index(code_line) + 1]
+    assert code_line == "  2 |   \\u202ex\\u2066: 1  # key with bidi controls"
+    start = code_line.index("\\u202e")
+    assert caret_line.index("^") == start
+    assert caret_line.rstrip().endswith("^" * len("\\u202ex\\u2066"))

@@ -12,8 +12,11 @@ from conftest import REPO
 
 PROBE = (
     "import moe_lint, moe_lint.catalogue as c; "
+    # Served from the generated module: no pack is read or compiled in this process.
+    "compiled = []; c.load_pack = lambda path, checks: compiled.append(path) or []; "
     "print(moe_lint.__file__); print(c.builtin_rules_dir()); "
-    "print(len(c.load_catalogue(plugins=False).rules))"
+    "print(len(c.load_catalogue(plugins=False).rules)); "
+    "print(c.shipped_module() is not None and compiled == [])"
 )
 
 
@@ -26,10 +29,11 @@ def _probe(pythonpath: Path, cwd: Path) -> list[str]:
 
 
 def test_source_checkout_finds_top_level_rules(tmp_path: Path) -> None:
-    module, rules_dir, count = _probe(REPO / "src", tmp_path)
+    module, rules_dir, count, precompiled = _probe(REPO / "src", tmp_path)
     assert Path(module).is_relative_to(REPO / "src")
     assert Path(rules_dir) == REPO / "rules"
     assert int(count) >= 30
+    assert precompiled == "True"
 
 
 def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
@@ -55,6 +59,10 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     packs = sorted(p.name for p in (REPO / "rules").glob("*.yaml"))
     assert sorted(Path(n).name for n in names if n.startswith("moe_lint/rules/")) == packs
     assert "moe_lint/data/bridge_fields.json" in names
+    # The build hook compiled the catalogue (once; the checkout's copy is not packed besides).
+    assert names.count("moe_lint/_compiled_rules.py") == 1
+    generated = zipfile.ZipFile(wheel).read("moe_lint/_compiled_rules.py").decode()
+    assert generated == (REPO / "src" / "moe_lint" / "_compiled_rules.py").read_text()
     assert "moe_lint/data/bridge_classes.json" in names
     target = tmp_path / "site"
     subprocess.run(
@@ -72,11 +80,13 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    module, rules_dir, count = _probe(target, tmp_path)
+    module, rules_dir, count, precompiled = _probe(target, tmp_path)
     assert Path(module).is_relative_to(target)
     assert Path(rules_dir) == target / "moe_lint" / "rules"
     assert int(count) >= 30
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    assert precompiled == "True"
+    env = {**os.environ, "PYTHONPATH": str(target), "HOME": str(tmp_path / "home")}
+    env = {k: v for k, v in env.items() if not k.startswith(("MOE_LINT", "XDG_"))}
     example = REPO / "examples" / "dsv3_128k_h100_broken.yaml"
     proc = subprocess.run(
         [sys.executable, "-m", "moe_lint", str(example), "--format", "concise"],
@@ -87,3 +97,31 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 1 and "RCP003" in proc.stdout
+    assert not (tmp_path / "home").exists()  # a cold run of the installed wheel caches nothing
+
+
+def test_wheel_built_from_a_stale_checkout_ships_fresh_rules(tmp_path: Path) -> None:
+    """The build hook regenerates the module from the packs being packed, not the stale copy."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    for name in ("src", "rules", "tools"):
+        shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "hatch_build.py", "README.md"):
+        shutil.copy(REPO / name, tree / name)
+    pack = tree / "rules" / "parallel.yaml"
+    pack.write_text(pack.read_text().replace("no data-parallel headroom", "NO DP HEADROOM"))
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(wheel_dir), str(tree)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    (wheel,) = wheel_dir.glob("moe_lint-*.whl")
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    *_, precompiled = _probe(target, tmp_path)
+    assert precompiled == "True"
+    generated = (target / "moe_lint" / "_compiled_rules.py").read_text()
+    assert "NO DP HEADROOM" in generated and "no data-parallel headroom" not in generated

@@ -258,7 +258,33 @@ def _cached(version: str, origin: str) -> dict[str, dict[str, Any]] | None:
     from moe_lint import rulecache
 
     data = rulecache._load_json(_cache_name(version, origin))
-    return data if isinstance(data, dict) else None
+    # A corrupt or wrong-shaped entry is ignored (and rewritten by _store), never half-used.
+    return data if _overlay_shape(data) else None
+
+
+def _overlay_shape(data: Any) -> bool:
+    """``data`` has the shape _describe writes: qualname -> {"r", "f", optional "b"/"n"/"d"}."""
+
+    def str_map(value: Any, kind: type) -> bool:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, kind) for k, v in value.items()
+        )
+
+    if not isinstance(data, dict):
+        return False
+    for name, entry in data.items():
+        if not isinstance(name, str) or not isinstance(entry, dict) or set(entry) - set("rfbnd"):
+            return False
+        if not isinstance(entry.get("r"), int) or not str_map(entry.get("f"), str):
+            return False
+        if not str_map(entry.get("b", {}), int) or not isinstance(entry.get("d", ""), str):
+            return False
+        nested = entry.get("n", {})
+        if not str_map(nested, list) or not all(
+            isinstance(c, str) for classes in nested.values() for c in classes
+        ):
+            return False
+    return True
 
 
 def _store(version: str, origin: str, overlay: dict[str, dict[str, Any]]) -> None:

@@ -123,10 +123,12 @@ def bridge_fields() -> dict[str, Any]:
 
 def field_exists(section: str, name: str) -> bool:
     """True when ``section.name`` is a field rules may read."""
-    from moe_lint.schema import SECTIONS
+    from moe_lint.fastschema import spec
 
-    typed = SECTIONS.get(section)
-    if typed is not None and name in typed.model_fields:
+    # The typed sections' fields as data/schema_fields.json lists them (generated from
+    # schema.py and checked for drift), so compiling a pack does not import pydantic.
+    typed = spec().get(section)
+    if typed is not None and name in typed:
         return True
     known = bridge_fields().get("sections", {}).get(section)
     if known is not None and name in known:
@@ -146,8 +148,8 @@ def builtin_rules_dir() -> Path:
 class LazyChecks(dict[str, Any]):
     """Check name -> PythonCheck, importing a check's module only when the check is used.
 
-    Importing the five check modules costs ~15 ms; most files run only a few Python checks,
-    and the name -> module index comes from the cache (rulecache) on warm runs.
+    Importing the check modules costs ~15 ms; most files run only a few Python checks, and
+    the name -> module index ships in the compiled catalogue (``_compiled_rules.CHECK_INDEX``).
     """
 
     def __init__(self, index: dict[str, str]) -> None:
@@ -173,14 +175,13 @@ class LazyChecks(dict[str, Any]):
         return [(name, self[name]) for name in self]
 
 
-def builtin_checks() -> dict[str, PythonCheck]:
-    from moe_lint import checks, rulecache
+def builtin_checks(shipped: Any = None) -> dict[str, PythonCheck]:
+    """The registered Python checks; ``shipped`` is the compiled catalogue when it is current."""
+    if shipped is None:
+        from moe_lint import checks
 
-    index = rulecache.load_check_index()
-    if index is None:
-        index = checks.check_index()
-        rulecache.store_check_index(index)
-    return LazyChecks(index)
+        return LazyChecks(checks.check_index())
+    return LazyChecks(dict(shipped.CHECK_INDEX))
 
 
 def _load_yaml(path: Path) -> Any:
@@ -370,21 +371,131 @@ def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
     ]
 
 
-def _entry_point_plugins() -> list[tuple[str, Any]]:
-    """(name, loadable) for each ``moe_lint.rules`` entry point.
+#: Files besides the packs whose content decides what the shipped packs compile to (relative
+#: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
+ENGINE_FILES = (
+    "catalogue.py", "expr.py", "findings.py", "versions.py",
+    "data/bridge_fields.json", "data/schema_fields.json",
+)  # fmt: skip
 
-    Scanning every installed distribution's metadata costs ~20 ms per process; the result is
-    cached (rulecache) until a folder on sys.path changes, i.e. until something is installed.
+
+def shipped_hash(rules_dir: Path | None = None, package: Path | None = None) -> str:
+    """A digest of the shipped packs and the engine files they compile with (content only).
+
+    ``_compiled_rules.SOURCE_HASH`` is this digest for the files it was generated from; the
+    same bytes give the same digest in a checkout and in an installed wheel.
     """
-    from moe_lint import rulecache
+    import hashlib
 
-    cached = rulecache.load_entry_points()
-    if cached is None:
+    rules_dir = rules_dir or builtin_rules_dir()
+    package = package or Path(__file__).resolve().parent
+    files = [(f"rules/{p.name}", p) for p in sorted(rules_dir.glob("*.yaml"))]
+    files += [(name, package / name) for name in ENGINE_FILES]
+    files += [(p.name, p) for p in sorted(package.glob("checks*.py"))]
+    digest = hashlib.sha256()
+    for label, path in files:
+        data = path.read_bytes()
+        digest.update(f"{label}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def shipped_module() -> Any:
+    """``moe_lint._compiled_rules`` when it was made from the files on disk, else None.
+
+    A stale module (packs or engine edited in a checkout since it was generated), a missing or
+    broken one, or an unreadable source file: the caller compiles the packs for this run.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module("moe_lint._compiled_rules")
+        current = shipped_hash()
+    except Exception:  # a missing, half-written or unreadable module is only slower, never fatal
+        return None
+    return module if getattr(module, "SOURCE_HASH", None) == current else None
+
+
+_EP_NAME = re.compile(r"[-_.]+")
+
+
+def _entry_point_plugins() -> list[tuple[str, Any]]:
+    """(name, loadable) for each ``moe_lint.rules`` entry point, in importlib.metadata's order.
+
+    ``importlib.metadata.entry_points`` costs ~20 ms per process (importing it is most of
+    that); reading the ``entry_points.txt`` of each ``*.dist-info``/``*.egg-info`` folder on
+    sys.path directly costs ~2 ms and finds the same entry points, so nothing is cached. Any
+    sys.path entry or finder that this scan does not model (a zip file, an ``.egg``, a custom
+    distribution finder) sends the lookup to importlib.metadata itself.
+    """
+    found = _scan_entry_points()
+    if found is None:
         from importlib.metadata import entry_points
 
-        cached = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
-        rulecache.store_entry_points(cached)
-    return [(name, _EntryPoint(value)) for name, value in cached]
+        found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return [(name, _EntryPoint(value)) for name, value in found]
+
+
+def _scan_entry_points() -> list[tuple[str, str]] | None:
+    """The entry points of ENTRY_POINT_GROUP from the metadata folders on sys.path, or None."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(
+        hasattr(finder, "find_distributions") and finder is not PathFinder
+        for finder in sys.meta_path
+    ):
+        return None
+    seen: set[str] = set()
+    found: list[tuple[str, str]] = []
+    for entry in sys.path:
+        if not isinstance(entry, str) or entry.lower().endswith(".egg"):
+            return None
+        root = entry or "."
+        try:
+            with os.scandir(root) as listing:
+                names = [e.name for e in listing]
+        except NotADirectoryError:
+            return None  # a zip file on sys.path: let importlib.metadata read it
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            # importlib.metadata's _unique(): the first distribution of a name wins.
+            dist = _EP_NAME.sub("_", low.rpartition(".")[0].partition("-")[0])
+            if dist in seen:
+                continue
+            seen.add(dist)
+            try:
+                with open(os.path.join(root, name, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if ENTRY_POINT_GROUP in text:
+                found.extend(_group_entries(text, os.path.join(root, name)))
+    return found
+
+
+def _group_entries(text: str, where: str) -> list[tuple[str, str]]:
+    """``name = value`` lines of ENTRY_POINT_GROUP (importlib.metadata.Sectioned's reading)."""
+    section = None
+    out: list[tuple[str, str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+            continue
+        if section == ENTRY_POINT_GROUP:
+            name, sep, value = line.partition("=")
+            if not sep:
+                raise RulePackError(f"{where}: bad entry point line {line!r} in [{section}]")
+            out.append((name.strip(), value.strip()))
+    return out
 
 
 class _EntryPoint:
@@ -404,9 +515,16 @@ class _EntryPoint:
 
 
 def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True) -> Catalogue:
-    """Built-in packs, entry-point plugins, then extra packs; codes and names must be unique."""
-    checks = builtin_checks()
-    pack_paths: list[Path] = sorted(builtin_rules_dir().glob("*.yaml"))
+    """Built-in packs, entry-point plugins, then extra packs; codes and names must be unique.
+
+    The built-in packs come compiled from ``_compiled_rules`` when it is current (nothing is
+    parsed, checked or read from a cache); otherwise, and always for plugin and extra packs
+    (from the linted repository: untrusted, and never cached), they are compiled in this run.
+    """
+    shipped = shipped_module()
+    checks = builtin_checks(shipped)
+    builtin_paths = sorted(builtin_rules_dir().glob("*.yaml"))
+    pack_paths: list[Path] = []
     if plugins:
         for name, ep in _entry_point_plugins():
             try:
@@ -417,21 +535,20 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
                 checks[str(check_name)] = check
             pack_paths.extend(Path(p) for p in provided.get("packs") or ())
     pack_paths.extend(Path(p) for p in extra_packs)
-    from moe_lint import rulecache
-
-    key = rulecache.cache_key(pack_paths, sorted(checks))
-    rules = rulecache.load(key)
-    if rules is None:
-        rules = _compile_packs(pack_paths, checks)
-        rulecache.store(key, rules)
+    if shipped is not None:
+        rules = compile_packs(pack_paths, checks, shipped.rules())
+    else:
+        rules = compile_packs(builtin_paths + pack_paths, checks)
     return Catalogue(rules, {r.code: r for r in rules}, {r.name: r for r in rules}, checks)
 
 
-def _compile_packs(pack_paths: list[Path], checks: dict[str, PythonCheck]) -> list[Rule]:
-    """Load and validate every pack; codes and names must be unique across packs."""
-    rules: list[Rule] = []
-    by_code: dict[str, Rule] = {}
-    by_name: dict[str, Rule] = {}
+def compile_packs(
+    pack_paths: list[Path], checks: dict[str, PythonCheck], compiled: Iterable[Rule] = ()
+) -> list[Rule]:
+    """``compiled`` rules plus every pack, validated; codes and names unique across all."""
+    rules: list[Rule] = list(compiled)
+    by_code: dict[str, Rule] = {r.code: r for r in rules}
+    by_name: dict[str, Rule] = {r.name: r for r in rules}
     for path in pack_paths:
         for rule in load_pack(path, checks):
             if rule.code in by_code:

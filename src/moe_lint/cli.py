@@ -7,7 +7,7 @@ The only module that prints or decides the exit code: 0 nothing at or above ``--
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -103,6 +103,9 @@ def _check_parser() -> argparse.ArgumentParser:
     sel.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     sel.add_argument("--config", metavar="PYPROJECT", help="pyproject.toml to read settings from")
     sel.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
+    sel.add_argument(
+        "--no-cache", action="store_true", help="read and write no per-user cache files"
+    )
     fx = p.add_argument_group("fixes")
     fx.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     fx.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
@@ -126,6 +129,24 @@ def _use_color(stream: TextIO, choice: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    stderr = sys.stderr
+    sys.stderr = _EscapedLines(stderr)
+    try:
+        code = _main(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (`moe-lint rules | head`): stop quietly, like ruff and ripgrep.
+        # `check` returns its own exit code from _report; this is everything else.
+        _silence_stdout()
+        return EXIT_OK
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            sys.stderr.flush()
+        sys.stderr = stderr
+
+
+def _main(args: list[str]) -> int:
     try:
         if args and args[0] == "rules":
             return _cmd_rules(args[1:])
@@ -141,11 +162,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise
     except Exception as exc:  # last resort: one line, exit 3, never a traceback by default
         print(f"moe-lint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         if os.environ.get("MOE_LINT_DEBUG"):
             raise
         return EXIT_INTERNAL
+
+
+class _EscapedLines:
+    """stderr with each line escaped (:func:`moe_lint.escape.line`): file names, config text
+    and rule-pack text in messages cannot write control characters or start a CI workflow
+    command. Lines are written whole, when their newline arrives (or at flush)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        from moe_lint.escape import line
+
+        *complete, self._pending = (self._pending + text).split("\n")
+        if complete:
+            self._stream.write("".join(line(part) + "\n" for part in complete))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            from moe_lint.escape import line
+
+            self._stream.write(line(self._pending))
+            self._pending = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again (the
+    recipe in Python's signal documentation, "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (captured in tests): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
@@ -189,6 +253,10 @@ def parse_command_line(
 
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
     ns = parse_command_line(_check_parser(), argv, offset)
+    if ns.no_cache:
+        from moe_lint import rulecache
+
+        rulecache.disable()
     from moe_lint.catalogue import load_catalogue
     from moe_lint.lint import FileResult, lint_path
 
@@ -456,10 +524,13 @@ def _fix_file(
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
+    from moe_lint.findings import InputProblem
+
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r for r in results if r.error is not None]
     for r in errors:
         print(f"{r.path}: error: {r.error}", file=sys.stderr)
+    problems = [InputProblem.parse(r.path, r.error) for r in errors]
     if ns.write_baseline and not errors:
         from moe_lint.baseline import write_baseline
         from moe_lint.formats import repo_root
@@ -484,13 +555,22 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
                 f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)",
                 file=sys.stderr,
             )
+    if errors:
+        status = EXIT_USAGE
+    else:
+        threshold = SEVERITY_RANK[fail_on]
+        failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
+        status = EXIT_FINDINGS if failing and not ns.exit_zero else EXIT_OK
     out: Any = sys.stdout
     handle = None
     if ns.output:
         handle = open(ns.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         out = handle
     try:
-        _write_format(results, findings, fmt, ns, out, errors)
+        _write_format(results, findings, fmt, ns, out, problems, fail_on)
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()  # a closed pipe cuts the report short; the exit code still holds
     finally:
         if handle is not None:
             handle.close()
@@ -501,14 +581,8 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         from moe_lint.formats import markdown_summary
 
         with open(summary_path, "a", encoding="utf-8") as summary:
-            summary.write(markdown_summary(findings))
-    if errors:
-        return EXIT_USAGE
-    threshold = SEVERITY_RANK[fail_on]
-    failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
-    if failing and not ns.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_OK
+            summary.write(markdown_summary(findings, problems))
+    return status
 
 
 def _write_format(
@@ -517,8 +591,11 @@ def _write_format(
     fmt: str,
     ns: argparse.Namespace,
     out: Any,
-    errors: list[Any],
+    problems: list[Any],
+    fail_on: str = "error",
 ) -> None:
+    """Write the report; every format escapes what it echoes (moe_lint.escape), and the
+    machine formats carry the input errors too (README "Input errors")."""
     from moe_lint import report
 
     if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
@@ -526,20 +603,22 @@ def _write_format(
     if fmt in ("sarif", "gitlab", "junit"):
         root = formats.repo_root()
         if fmt == "sarif":
-            out.write(formats.sarif(findings, ns.catalogue.rules, root))
+            out.write(formats.sarif(findings, ns.catalogue.rules, root, problems))
         elif fmt == "gitlab":
-            out.write(formats.gitlab(findings, root))
+            out.write(formats.gitlab(findings, root, problems))
         else:
-            out.write(formats.junit(findings, [r.path for r in results if r.error is None]))
+            files = [r.path for r in results if r.error is None]
+            notices = {r.path: r.notice for r in results if r.notice is not None}
+            out.write(formats.junit(findings, files, problems, fail_on, notices))
         return
     if fmt == "github":
-        out.write(formats.github(findings))
+        out.write(formats.github(findings, problems))
         return
     if fmt == "json-lines":
-        out.write(formats.json_lines(findings))
+        out.write(formats.json_lines(findings, problems))
         return
     if fmt == "json":
-        out.write(report.to_json(findings))
+        out.write(report.to_json(findings, problems))
     elif fmt == "concise":
         out.write(report.concise(findings))
     else:
@@ -552,7 +631,7 @@ def _write_format(
         for r in results:
             if r.notice and not ns.quiet:
                 rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
-        if not ns.quiet and not errors:
+        if not ns.quiet and not problems:
             fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
             unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
             linted = sum(1 for r in results if r.notice is None)
@@ -591,15 +670,18 @@ def rule_json(rule: Any) -> dict[str, Any]:
 
 def _cmd_rules(argv: list[str]) -> int:
     catalogue, ns = _catalogue_for(argv)
+    from moe_lint import escape
+
     if ns.format == "json":
-        sys.stdout.write(json.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
+        sys.stdout.write(escape.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
         return EXIT_OK
     width = max(len(r.name) for r in catalogue.rules)
     for r in catalogue.rules:
         fix = {"safe": "fix", "unsafe": "fix*", "display-only": "hint"}.get(
             r.fix.applicability if r.fix else "", ""
         )
-        print(f"{r.code:<6}  {r.name:<{width}}  {r.severity:<7}  {fix:<4}  {r.summary}")
+        line = f"{r.code:<6}  {r.name:<{width}}  {r.severity:<7}  {fix:<4}  {r.summary}"
+        print(escape.line(line))
     return EXIT_OK
 
 
@@ -641,8 +723,10 @@ def _cmd_explain(argv: list[str]) -> int:
     rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
     if rule is None:
         raise UsageError(f"no rule {ns.target!r} (see `moe-lint rules`)")
+    from moe_lint import escape
+
     if ns.format == "json":
-        sys.stdout.write(json.dumps(rule_json(rule), indent=2) + "\n")
+        sys.stdout.write(escape.dumps(rule_json(rule), indent=2) + "\n")
     else:
-        sys.stdout.write(explain_text(rule))
+        sys.stdout.write(escape.block(explain_text(rule)))
     return EXIT_OK

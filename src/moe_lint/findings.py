@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -134,4 +135,57 @@ class Finding:
             "fix": self.fix,
             "applicability": self.applicability,
             "edits": [e.to_json() for e in self.edits],
+        }
+
+
+#: The code every format gives a file that could not be linted (README "Input errors"): it is
+#: not a rule, cannot be selected or ignored, and always means exit code 2.
+INPUT_ERROR_CODE = "E000"
+INPUT_ERROR_NAME = "input-error"
+_POSITION = re.compile(r"line (\d+)(?:, column (\d+))?: ")
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """A file that could not be linted (``FileResult.error``): malformed YAML, a duplicate key,
+    a value of the wrong type, an unreadable or hostile file."""
+
+    file: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    @classmethod
+    def parse(cls, file: str, error: str) -> InputProblem:
+        """Split the ``line N, column M: `` prefix the loader puts on located errors."""
+        match = _POSITION.match(error)
+        if match is None:
+            return cls(file, error)
+        column = int(match.group(2)) if match.group(2) else None
+        return cls(file, error[match.end() :] or error, int(match.group(1)), column)
+
+    @property
+    def where(self) -> str:
+        """``file:line:col`` as far as it is known."""
+        parts = [self.file, *(str(n) for n in (self.line, self.column) if n is not None)]
+        return ":".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON record: a finding-shaped entry with code ``E000`` (README "Input errors")."""
+        return {
+            "code": INPUT_ERROR_CODE,
+            "name": INPUT_ERROR_NAME,
+            "severity": "error",
+            "message": self.message,
+            "path": "",
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.line,
+            "end_column": self.column,
+            "argument": None,
+            "derivation": None,
+            "fix": None,
+            "applicability": None,
+            "edits": [],
         }

@@ -3,18 +3,28 @@ JSON lines. All are deterministic (sorted findings, no timestamps) so outputs di
 
 Paths in SARIF and GitLab reports are relative to the repository root (the nearest folder with
 ``.git`` above the working directory), as code-scanning services expect.
+
+Files that could not be linted (:class:`~moe_lint.findings.InputProblem`, code ``E000``) are in
+every format: SARIF ``invocations[0].toolExecutionNotifications`` with
+``executionSuccessful: false``, a GitHub ``::error``, a GitLab entry, a JUnit ``<error>``
+testcase, a JSON record. All text goes through :mod:`moe_lint.escape`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from moe_lint import __version__
-from moe_lint.findings import Finding
+from moe_lint import __version__, escape
+from moe_lint.findings import (
+    INPUT_ERROR_CODE,
+    INPUT_ERROR_NAME,
+    SEVERITY_RANK,
+    Finding,
+    InputProblem,
+)
 
 #: Where each rule's documentation page lives; `{code}` is replaced. The pages are generated into
 #: docs/rules/ from the rule packs (`python tools/rule_docs.py`).
@@ -44,14 +54,32 @@ def relative_uri(file: str, root: Path) -> str:
         return path.as_posix()
 
 
+def _artifact(file: str, root: Path) -> dict[str, str]:
+    """A SARIF artifactLocation: a percent-encoded URI relative to %SRCROOT% when the file is
+    inside the repository, else an absolute ``file:`` URI."""
+    path = Path(file).resolve()
+    try:
+        return {"uri": escape.uri_path(path.relative_to(root).as_posix()), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": path.as_uri()}
+
+
 def fingerprint(finding: Finding, uri: str) -> str:
     """Stable across edits elsewhere in the file: rule, file and config path, not the line."""
-    key = f"{finding.code}\x00{uri}\x00{finding.path}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return _digest(finding.code, uri, finding.path)
 
 
-def json_lines(findings: Iterable[Finding]) -> str:
-    return "".join(json.dumps(f.to_json(), ensure_ascii=False) + "\n" for f in findings)
+def _digest(code: str, uri: str, path: str) -> str:
+    # surrogatepass: a non-UTF-8 file name (lone surrogates from os.fsdecode) hashes without
+    # failing, and names that are valid UTF-8 keep the fingerprints they always had.
+    key = f"{code}\x00{uri}\x00{path}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def json_lines(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
+    from moe_lint.report import json_records
+
+    return "".join(escape.dumps(record) + "\n" for record in json_records(findings, problems))
 
 
 def _rule_descriptor(rule: Any) -> dict[str, Any]:
@@ -77,8 +105,42 @@ def _rule_descriptor(rule: Any) -> dict[str, Any]:
     }
 
 
-def sarif(findings: Sequence[Finding], rules: Sequence[Any], root: Path) -> str:
-    """A SARIF 2.1.0 log GitHub code scanning accepts (validated in the tests)."""
+#: The notification descriptor SARIF input errors point to (driver.notifications[0]).
+_INPUT_DESCRIPTOR = {
+    "id": INPUT_ERROR_CODE,
+    "name": INPUT_ERROR_NAME,
+    "shortDescription": {"text": "The file could not be linted (bad or hostile input)."},
+    "fullDescription": {
+        "text": "Malformed YAML, a duplicate key, a value of the wrong type, or an unreadable, "
+        "oversized or hostile file. moe-lint exits with code 2."
+    },
+    "defaultConfiguration": {"level": "error"},
+}
+
+
+def _notification(problem: InputProblem, root: Path) -> dict[str, Any]:
+    location: dict[str, Any] = {"artifactLocation": _artifact(problem.file, root)}
+    if problem.line is not None:
+        region = {"startLine": problem.line}
+        if problem.column is not None:
+            region["startColumn"] = problem.column
+        location["region"] = region
+    return {
+        "level": "error",
+        "message": {"text": problem.message},
+        "locations": [{"physicalLocation": location}],
+        "descriptor": {"id": INPUT_ERROR_CODE, "index": 0},
+    }
+
+
+def sarif(
+    findings: Sequence[Finding],
+    rules: Sequence[Any],
+    root: Path,
+    problems: Sequence[InputProblem] = (),
+) -> str:
+    """A SARIF 2.1.0 log GitHub code scanning accepts (validated in the tests). Files that
+    could not be linted are tool execution notifications of a failed invocation."""
     index = {rule.code: i for i, rule in enumerate(rules)}
     results = []
     for f in findings:
@@ -96,7 +158,7 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Any], root: Path) -> str:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": _artifact(f.file, root),
                         "region": region,
                     }
                 }
@@ -123,27 +185,42 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Any], root: Path) -> str:
                         "semanticVersion": __version__,
                         "informationUri": INFORMATION_URI,
                         "rules": [_rule_descriptor(rule) for rule in rules],
+                        "notifications": [_INPUT_DESCRIPTOR],
                     }
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": not problems,
+                        "toolExecutionNotifications": [_notification(p, root) for p in problems],
+                    }
+                ],
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
                 "results": results,
             }
         ],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return escape.dumps(log, indent=2) + "\n"
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape.github_data(text)
 
 
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape.github_property(text)
 
 
-def github(findings: Iterable[Finding]) -> str:
-    """GitHub Actions workflow commands, one annotation per finding."""
+def github(findings: Iterable[Finding], problems: Sequence[InputProblem] = ()) -> str:
+    """GitHub Actions workflow commands, one annotation per finding and per input error."""
     lines = []
+    for p in problems:
+        props = [f"file={_escape_property(p.file)}"]
+        if p.line is not None:
+            props.append(f"line={p.line}")
+            if p.column is not None:
+                props.append(f"col={p.column}")
+        props.append(f"title={_escape_property(f'{INPUT_ERROR_CODE} {INPUT_ERROR_NAME}')}")
+        lines.append(f"::error {','.join(props)}::{_escape_data(p.message)}\n")
     for f in findings:
         props = [f"file={_escape_property(f.file)}"]
         if f.argument is None:  # a command-line finding is a file-level annotation
@@ -161,77 +238,113 @@ def github(findings: Iterable[Finding]) -> str:
     return "".join(lines)
 
 
-def markdown_summary(findings: Sequence[Finding]) -> str:
-    """The full findings table for ``$GITHUB_STEP_SUMMARY`` (annotations show only 10 per step)."""
-    if not findings:
+def markdown_summary(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
+    """The full findings table for ``$GITHUB_STEP_SUMMARY`` (annotations show only 10 per step).
+    Cells are escaped: config text cannot add links, images or HTML to the summary."""
+    if not findings and not problems:
         return "### moe-lint\n\nAll checks passed.\n"
     rows = [
         "### moe-lint",
         "",
-        f"{len(findings)} finding(s).",
+        f"{len(findings)} finding(s)."
+        + (f" {len(problems)} file(s) could not be linted." if problems else ""),
         "",
         "| severity | code | location | message | fix |",
         "|---|---|---|---|---|",
     ]
+    input_code = f"`{INPUT_ERROR_CODE}` {INPUT_ERROR_NAME}"
+    cells_list = [["error", input_code, escape.markdown(p.where), p.message, ""] for p in problems]
     for f in findings:
-        cells = [
-            f.severity,
-            f"`{f.code}` {f.name}",
-            f"`{f.file}`, {f.argument.label}" if f.argument else f"`{f.file}:{f.line}:{f.column}`",
-            f.message,
-            f.fix or "",
-        ]
-        rows.append(
-            "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+        where = f"{f.file}, {f.argument.label}" if f.argument else f"{f.file}:{f.line}:{f.column}"
+        cells_list.append(
+            [f.severity, f"`{f.code}` {f.name}", escape.markdown(where), f.message, f.fix or ""]
         )
+    for cells in cells_list:
+        cells[3:] = [escape.markdown(c) for c in cells[3:]]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
-def gitlab(findings: Sequence[Finding], root: Path) -> str:
-    """GitLab Code Quality report (a JSON array), with unique, stable fingerprints."""
+def gitlab(findings: Sequence[Finding], root: Path, problems: Sequence[InputProblem] = ()) -> str:
+    """GitLab Code Quality report (a JSON array), with unique, stable fingerprints. An input
+    error is a ``blocker`` entry with check_name ``E000``."""
     out = []
     seen: set[str] = set()
-    for f in findings:
-        uri = relative_uri(f.file, root)
-        fp = fingerprint(f, uri)
+
+    def unique(fp: str) -> str:
         salt = 0
         while fp in seen:  # the same rule and path twice in a file: keep both, distinctly
             salt += 1
             fp = hashlib.sha256(f"{fp}:{salt}".encode()).hexdigest()
         seen.add(fp)
+        return fp
+
+    for p in problems:
+        uri = relative_uri(p.file, root)
+        out.append(
+            {
+                "description": p.message,
+                "check_name": INPUT_ERROR_CODE,
+                "fingerprint": unique(_digest(INPUT_ERROR_CODE, uri, "")),
+                "severity": "blocker",
+                "location": {"path": uri, "lines": {"begin": p.line or 1}},
+            }
+        )
+    for f in findings:
+        uri = relative_uri(f.file, root)
         out.append(
             {
                 "description": f.full_message,
                 "check_name": f.code,
-                "fingerprint": fp,
+                "fingerprint": unique(fingerprint(f, uri)),
                 "severity": _GITLAB_SEVERITY[f.severity],
                 "location": {"path": uri, "lines": {"begin": f.position()[0]}},
             }
         )
-    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+    return escape.dumps(out, indent=2) + "\n"
 
 
-def junit(findings: Sequence[Finding], files: Sequence[str]) -> str:
-    """JUnit XML: one testsuite per file, one failing testcase per finding."""
-    from xml.sax.saxutils import escape, quoteattr
+def junit(
+    findings: Sequence[Finding],
+    files: Sequence[str],
+    problems: Sequence[InputProblem] = (),
+    fail_on: str = "error",
+    skipped: Mapping[str, str] | None = None,
+) -> str:
+    """JUnit XML: one testsuite per file, one testcase per finding.
 
+    A finding at or above ``fail_on`` (the findings that fail the run) is a ``<failure>``; one
+    below it (infos, and warnings with the default ``--fail-on error``) is a passing testcase
+    whose text is in ``<system-out>``. A file that could not be linted is a testcase with an
+    ``<error>``; skipped non-config YAML a ``<skipped>`` one; a clean file a passing
+    "No errors found"."""
+    attr, text = escape.xml_attr, escape.xml_text
+    threshold = SEVERITY_RANK[fail_on]
+    skipped = skipped or {}
     by_file: dict[str, list[Finding]] = {path: [] for path in files}
+    errors: dict[str, list[InputProblem]] = {}
+    for p in problems:
+        by_file.setdefault(p.file, [])
+        errors.setdefault(p.file, []).append(p)
     for f in findings:
         by_file.setdefault(f.file, []).append(f)
-    total = len(findings)
-    parts = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name="moe-lint" tests="{sum(max(1, len(v)) for v in by_file.values())}" '
-        f'failures="{total}">',
-    ]
+    suites = []
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for path, items in by_file.items():
-        parts.append(
-            f'  <testsuite name={quoteattr(path)} tests="{max(1, len(items))}" '
-            f'failures="{len(items)}">'
-        )
-        if not items:
-            parts.append(f'    <testcase classname={quoteattr(path)} name="No errors found"/>')
+        cases = []
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        input_name = attr(f"{INPUT_ERROR_CODE} {INPUT_ERROR_NAME}")
+        for p in errors.get(path, []):
+            counts["tests"] += 1
+            counts["errors"] += 1
+            cases += [
+                f"    <testcase classname={attr(path)} name={input_name}>",
+                f"      <error type={attr(INPUT_ERROR_NAME)} message={attr(p.message)}>"
+                f"{text(f'{p.where}: {p.message}')}</error>",
+                "    </testcase>",
+            ]
         for f in items:
+            counts["tests"] += 1
             if f.argument is not None:
                 name = f"{f.code} {f.path} ({f.argument.where})"
                 body = f"{f.file}: {f.full_message}"
@@ -240,12 +353,40 @@ def junit(findings: Sequence[Finding], files: Sequence[str]) -> str:
                 body = f"{f.file}:{f.line}:{f.column}: {f.full_message}"
             if f.fix:
                 body += f"\nhelp: {f.fix}"
-            parts += [
-                f"    <testcase classname={quoteattr(path)} name={quoteattr(name)}>",
-                f"      <failure type={quoteattr(f.severity)} message={quoteattr(f.message)}>"
-                f"{escape(body)}</failure>",
-                "    </testcase>",
-            ]
-        parts.append("  </testsuite>")
-    parts.append("</testsuites>")
+            cases.append(f"    <testcase classname={attr(path)} name={attr(name)}>")
+            if SEVERITY_RANK[f.severity] >= threshold:
+                counts["failures"] += 1
+                cases.append(
+                    f"      <failure type={attr(f.severity)} message={attr(f.message)}>"
+                    f"{text(body)}</failure>"
+                )
+            else:
+                cases.append(f"      <system-out>{text(f'{f.severity}: {body}')}</system-out>")
+            cases.append("    </testcase>")
+        if not counts["tests"]:
+            counts["tests"] = 1
+            if path in skipped:
+                counts["skipped"] = 1
+                cases += [
+                    f'    <testcase classname={attr(path)} name="Not a config">',
+                    f"      <skipped message={attr(skipped[path])}/>",
+                    "    </testcase>",
+                ]
+            else:
+                cases.append(f'    <testcase classname={attr(path)} name="No errors found"/>')
+        for key in totals:
+            totals[key] += counts[key]
+        suites.append(
+            f"  <testsuite name={attr(path)} "
+            + " ".join(f'{key}="{n}"' for key, n in counts.items())
+            + ">"
+        )
+        suites += [*cases, "  </testsuite>"]
+    head = " ".join(f'{key}="{n}"' for key, n in totals.items())
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name="moe-lint" {head}>',
+        *suites,
+        "</testsuites>",
+    ]
     return "\n".join(parts) + "\n"

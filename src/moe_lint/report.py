@@ -2,15 +2,19 @@
 
 Keeping rich off the path of a piped or clean run matters for a pre-commit hook: importing it
 costs more than parsing a config. Machine formats (json, concise) never touch rich.
+
+Every piece of text goes through :mod:`moe_lint.escape` on its way out (render_plain,
+render_rich, concise, to_json), so config keys, values and file names cannot write control
+characters or CI workflow commands; rich gets plain Text, never markup.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from moe_lint.findings import Finding
+from moe_lint import escape
+from moe_lint.findings import Finding, InputProblem
 
 JSON_SCHEMA_VERSION = 1
 #: Styles used when colouring a terminal (segment kind -> rich style).
@@ -35,13 +39,24 @@ def concise(findings: Iterable[Finding]) -> str:
     out = []
     for f in findings:
         line, column = f.position()
-        out.append(f"{f.file}:{line}:{column}: {f.code} [{f.severity}] {f.full_message}\n")
+        text = f"{f.file}:{line}:{column}: {f.code} [{f.severity}] {f.full_message}"
+        out.append(escape.line(text) + "\n")
     return "".join(out)
 
 
-def to_json(findings: Sequence[Finding]) -> str:
+def json_records(
+    findings: Sequence[Finding], problems: Sequence[InputProblem] = ()
+) -> list[dict[str, Any]]:
+    """Finding records and input-error records (code E000), in file order."""
+    records = [(f.file, f.to_json()) for f in findings]
+    records += [(p.file, p.to_json()) for p in problems]
+    records.sort(key=lambda item: item[0])  # stable: each file's findings keep their order
+    return [record for _, record in records]
+
+
+def to_json(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
     """A JSON list of finding records (fields documented in the README)."""
-    return json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False) + "\n"
+    return escape.dumps(json_records(findings, problems), indent=2) + "\n"
 
 
 def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
@@ -50,18 +65,19 @@ def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
     out: list[list[Segment]] = []
     width = len(str(finding.line))
     if finding.line > 1:
-        prev = lines[finding.line - 2]
+        prev = escape.text(lines[finding.line - 2])
         out.append([(f"  {finding.line - 1:>{width}} | ", "gutter"), (prev, None)])
     current = lines[finding.line - 1]
-    out.append([(f"  {finding.line:>{width}} | ", "gutter"), (current, None)])
+    out.append([(f"  {finding.line:>{width}} | ", "gutter"), (escape.text(current), None)])
+    # The caret is measured on the escaped line, as it is shown.
+    start = finding.column - 1
     if finding.end_line == finding.line and finding.end_column > finding.column:
-        length = finding.end_column - finding.column
+        marked = current[start : finding.end_column - 1]
     else:
-        stripped = current[finding.column - 1 :].split("#")[0].rstrip()
-        length = max(1, len(stripped))
-    out.append(
-        [(f"  {' ' * width} | ", "gutter"), (" " * (finding.column - 1) + "^" * length, "caret")]
-    )
+        marked = current[start:].split("#")[0].rstrip()
+    pad = "".join("\t" if c == "\t" else " " for c in escape.text(current[:start]))
+    caret = "^" * max(1, len(escape.text(marked)))
+    out.append([(f"  {' ' * width} | ", "gutter"), (pad + caret, "caret")])
     return out
 
 
@@ -126,18 +142,27 @@ def summary(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) 
     return [(text + ".", None)]
 
 
+def _safe(row: list[Segment]) -> list[Segment]:
+    """The row as it may be shown: each piece escaped, workflow commands broken across pieces."""
+    texts = escape.guard_row([escape.text(text) for text, _ in row])
+    return [(text, kind) for text, (_, kind) in zip(texts, row, strict=True)]
+
+
 def render_plain(rows: Iterable[list[Segment]]) -> str:
-    return "".join("".join(text for text, _ in row) + "\n" for row in rows)
+    return "".join("".join(text for text, _ in _safe(row)) + "\n" for row in rows)
 
 
 def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
-    """Colour the same rows on a terminal (rich imported only here)."""
+    """Colour the same rows on a terminal (rich imported only here). Text objects, not markup
+    strings: a ``[red]`` in a config key is printed, never interpreted."""
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True)
+    console = Console(
+        file=stream, highlight=False, soft_wrap=True, force_terminal=True, emoji=False
+    )
     for row in rows:
         line = Text()
-        for text, kind in row:
+        for text, kind in _safe(row):
             line.append(text, style=_STYLES.get(kind or "", ""))
         console.print(line)

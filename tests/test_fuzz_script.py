@@ -1,0 +1,46 @@
+"""The long fuzz script (``bench/fuzz.py``) runs, finds nothing on a short run, and reports
+what the closing notes quote (cases, cases/s, failures by kind). The long run itself is not a
+test: ``python bench/fuzz.py --seconds 600``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+FUZZ = [sys.executable, str(REPO / "bench" / "fuzz.py")]
+SHORT = ["--cases", "120", "--seed", "3", "--fix-every", "4", "--json"]
+IMPOSSIBLE = ["--cases", "3", "--case-seconds", "0.000001", "--json"]
+
+
+def test_short_fuzz_run_finds_nothing(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*FUZZ, "--save", str(tmp_path), *SHORT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report = json.loads(proc.stdout)
+    assert report["cases"] == 120 and report["seed_files"] > 100
+    assert report["failures"] == 0, report["examples"]
+    assert proc.returncode == 0, proc.stderr
+    assert report["cases_per_second"] > 0 and report["slowest_case_cpu_s"] < 2
+    assert not list(tmp_path.iterdir())  # nothing saved: no failing input
+
+
+def test_fuzz_script_reports_a_failure(tmp_path: Path) -> None:
+    """The script's oracle can fail: with a CPU limit no case can meet, every case is 'slow'."""
+    proc = subprocess.run(
+        [*FUZZ, "--save", str(tmp_path), *IMPOSSIBLE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["by_kind"] == {"slow": 3}
+    assert len(list(tmp_path.glob("case-*.yaml"))) == 3
