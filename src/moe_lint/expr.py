@@ -27,6 +27,7 @@ import string
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from moe_lint.bounds import MAX_FIELD_CHARS, bounded_repr, bounded_str
 from moe_lint.derive import is_pow2, pow2_round
 from moe_lint.errors import NotDerivable, RulePackError
 
@@ -277,14 +278,34 @@ class Template(NamedTuple):
             if name is None:
                 continue
             value = lookup(name)
+            # Config values are echoed through the bounded helpers: a value may share one
+            # large string or list through thousands of aliases (bounds.MAX_REPR_CHARS,
+            # MAX_FIELD_CHARS).
             if conv == "r":
-                value = repr(value)
+                value = bounded_repr(value)
             if isinstance(value, float) and not spec and value.is_integer():
                 value = int(value)
             if isinstance(value, list) and not spec:
-                value = "[" + ", ".join(str(v) for v in value) + "]"
-            out.append(format(value, spec or ""))
+                value = "[" + _bounded_join(value) + "]"
+            if not spec:
+                out.append(bounded_str(value))
+                continue
+            out.append(format(value, spec))
         return "".join(out)
+
+
+def _bounded_join(items: list[Any]) -> str:
+    """``", ".join(str(v) for v in items)`` stopped past bounds.MAX_FIELD_CHARS."""
+    parts: list[str] = []
+    size = 0
+    for item in items:
+        if size > MAX_FIELD_CHARS:
+            parts.append("...")
+            break
+        text = bounded_str(item)
+        parts.append(text)
+        size += len(text) + 2
+    return ", ".join(parts)
 
 
 def compile_template(

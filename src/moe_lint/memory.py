@@ -1106,11 +1106,14 @@ def values_from_config(cfg: Any) -> dict[str, Any]:
         from moe_lint.settings import preset_fields
 
         out.update({f"model.{k}": v for k, v in preset_fields(cfg.preset).items()})
+    # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
+    refused = {p.path for p in getattr(cfg, "type_problems", ())}
     for section in _SECTIONS:
         raw = cfg.raw.get(section)
         if isinstance(raw, Mapping):
-            out.update({f"{section}.{k}": v for k, v in raw.items() if not isinstance(v, Mapping)
-                        or "_target_" in v})  # fmt: skip
+            out.update({f"{section}.{k}": v for k, v in raw.items()
+                        if (not isinstance(v, Mapping) or "_target_" in v)
+                        and f"{section}.{k}" not in refused})  # fmt: skip
         elif raw is not None:
             out[section] = raw
     out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})

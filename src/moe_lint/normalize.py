@@ -241,6 +241,16 @@ def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> di
     return clean
 
 
+def _check_bounds(cfg: Config) -> None:
+    """Typed values past moe-lint's own bounds (bounds.py): refused like a wrong type, and
+    dropped, so that no derivation or rule loops over them."""
+    from moe_lint.bounds import field_problems
+
+    for dotted, problem in field_problems(cfg.values):
+        cfg.type_problems.append(TypeProblem(dotted, problem, cfg.values.pop(dotted)))
+        cfg.unknown.add(dotted)
+
+
 def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
     """Type one section; drop (and record) values Bridge would reject.
 
@@ -359,6 +369,7 @@ def normalize(
             else:
                 cfg.origin[dotted] = "default"
             cfg.values[dotted] = value
+    _check_bounds(cfg)
     if preset:
         # Untyped architecture fields (window_size, softmax_type, ...) come from the preset too.
         written = raw.get("model") if isinstance(raw.get("model"), dict) else {}
