@@ -3,7 +3,8 @@
 Every loop, allocation and message moe-lint makes is sized by its input. These bounds keep
 each of them small whatever a file holds: past a bound the file is refused with one line that
 names the bound (exit 2), or, for the message and suggestion bounds, the output is shortened.
-No real Megatron Bridge config comes near any of them (docs/error-rules.md lists them too).
+No real Megatron Bridge config comes near any of them. A refusal names the bound as
+``bounds.NAME``; this table is its documentation.
 
 ======================  ===============  ================================================
 bound                   value            what it limits
@@ -16,11 +17,13 @@ MAX_NUMBER_CHARS        64               characters of one int or float literal 
                                          past Python's 4,300-digit limit, base 60 too)
 MAX_SIZE                2**20            a parallel size (TP, PP, CP, EP, ETP, VPP; schema)
 MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema)
-MAX_LAYERS              100,000          model.num_layers (per-layer tables are built)
-MAX_PIPELINE_STAGES     4,096            PP·VPP, the stages the memory model walks
+MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search)
+MAX_PIPELINE_STAGES     256              PP·VPP, the stages the memory model walks in
+                                         each of its ~13 estimates (real configs use a few
+                                         dozen)
 MAX_REPR_CHARS          200              characters of a config value's repr in a message
 MAX_FIELD_CHARS         2,000            characters of any one placeholder in a message
-MAX_SUGGESTIONS         200              "did you mean" searches per file (the rest of
+MAX_SUGGESTIONS         50               "did you mean" searches per file (the rest of
                                          the unknown keys are reported without one)
 ======================  ===============  ================================================
 """
@@ -35,11 +38,11 @@ MAX_DEPTH = 64
 MAX_NUMBER_CHARS = 64
 MAX_SIZE = 1 << 20
 MAX_COUNT = 1 << 31
-MAX_LAYERS = 100_000
-MAX_PIPELINE_STAGES = 4_096
+MAX_LAYERS = 10_000
+MAX_PIPELINE_STAGES = 256
 MAX_REPR_CHARS = 200
 MAX_FIELD_CHARS = 2_000
-MAX_SUGGESTIONS = 200
+MAX_SUGGESTIONS = 50
 
 _ELLIPSIS = "..."
 

@@ -854,11 +854,22 @@ def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], lis
     modules = _recompute_modules(ctx)
     kept: list[float] = []
     full: list[float] = []
+    # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
+    # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
+    by_kind: dict[tuple[str, str], tuple[float, float]] = {}
     for i in stage.layers:
         mixer, ffn = ctx.arch.layers[i]
-        pieces = layer_pieces(ctx, mixer, ffn, rho)
-        full.append(sum(pieces.values()))
-        kept.append(sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()))
+        kind = (mixer, ffn)
+        sizes = by_kind.get(kind)
+        if sizes is None:
+            pieces = layer_pieces(ctx, mixer, ffn, rho)
+            sizes = (
+                sum(pieces.values()),
+                sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()),
+            )
+            by_kind[kind] = sizes
+        full.append(sizes[0])
+        kept.append(sizes[1])
     return kept, full
 
 
