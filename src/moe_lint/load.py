@@ -16,7 +16,15 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from moe_lint.bounds import MAX_BYTES, MAX_DEPTH, MAX_NODES, number_too_long
+from moe_lint.bounds import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_REPR_CHARS,
+    bounded_repr,
+    bounded_str,
+    number_too_long,
+)
 from moe_lint.errors import InputError
 
 
@@ -226,7 +234,8 @@ class _Builder:
         if isinstance(node, yaml.ScalarNode):
             if node.tag not in _SCALAR_TAGS:
                 raise UnsupportedTag(
-                    f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                    f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                    f"{bounded_repr(node.tag)}"
                 )
             return self.scalar(node)
         if id(node) in active:
@@ -236,7 +245,8 @@ class _Builder:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag not in _SEQ_TAGS:
                     raise UnsupportedTag(
-                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
                     )
                 items = []
                 for i, item in enumerate(node.value):
@@ -246,7 +256,8 @@ class _Builder:
             if isinstance(node, yaml.MappingNode):
                 if node.tag not in _MAP_TAGS:
                     raise UnsupportedTag(
-                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
                     )
                 return self._mapping(node, path, depth, active)
         finally:
@@ -309,7 +320,7 @@ def _span(key_node: Any, value_node: Any) -> Span:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return bounded_str(text[0], MAX_REPR_CHARS) if text else type(exc).__name__
 
 
 def _yaml_error_message(exc: yaml.YAMLError) -> str:

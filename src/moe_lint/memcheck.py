@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from moe_lint.derive import Facts
-from moe_lint.errors import UsageError
+from moe_lint.errors import InputError, UsageError
 from moe_lint.normalize import Config
 
 #: Facts this module provides (see docs/adding-rules.md).
@@ -173,8 +173,31 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
     """The memory estimate for a config (raises MemoryInputError when it cannot be built)."""
     from moe_lint.memory import estimate
 
+    _refuse_type_problems(cfg)
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
     return estimate(config_values(cfg), _plain(facts), settings, capacity)
+
+
+def _refuse_type_problems(cfg: Config) -> None:
+    """A value Bridge would reject (TP = 0, a negative size, past a bound of bounds.py) is
+    the file's input error here too, as ``moe-lint check`` reports it (SCH002, exit 2):
+    the memory model must not divide by it."""
+    if not cfg.type_problems:
+        return
+    from moe_lint.bounds import bounded_repr
+    from moe_lint.locate import location
+
+    first = cfg.type_problems[0]
+    if first.path in cfg.override_text:
+        where = f"override {bounded_repr(cfg.override_text[first.path])}: "
+    else:
+        line, column, _, _ = location(cfg.doc, cfg.physical(first.path))
+        where = f"line {line}, column {column}: "
+    more = len(cfg.type_problems) - 1
+    raise InputError(
+        f"{where}{first.path} = {bounded_repr(first.value)}: {first.message} [SCH002]"
+        + (f" (and {more} more)" if more else "")
+    )
 
 
 def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
