@@ -15,6 +15,7 @@ MAX_DEPTH               64               mapping / sequence nesting
 MAX_NUMBER_CHARS        64               characters of one int or float literal (checked
                                          before any conversion: ``int()`` is quadratic
                                          past Python's 4,300-digit limit, base 60 too)
+MAX_GPUS                2**24            --gpus, --nodes, --gpus-per-node (and directives)
 MAX_SIZE                2**20            a parallel size (TP, PP, CP, EP, ETP, VPP; schema)
 MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema)
 MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search)
@@ -36,6 +37,7 @@ MAX_BYTES = 8 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_NUMBER_CHARS = 64
+MAX_GPUS = 1 << 24
 MAX_SIZE = 1 << 20
 MAX_COUNT = 1 << 31
 MAX_LAYERS = 10_000

@@ -15,6 +15,14 @@ from moe_lint.derive import Facts
 from moe_lint.errors import InputError, UsageError
 from moe_lint.normalize import Config
 
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
+
 #: Facts this module provides (see docs/adding-rules.md).
 MEMORY_FACTS = (
     "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
@@ -48,8 +56,11 @@ def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]
             margin = _number(value, key, where)
             continue
         if name not in known:
-            raise UsageError(f"{where}: unknown memory setting {key!r} (known: warn-headroom, "
-                             f"error-margin, {', '.join(sorted(known))})")  # fmt: skip
+            names = ", ".join(sorted(known))
+            raise UsageError(
+                f"{where}: unknown memory setting {_shown(key)} (known: warn-headroom, "
+                f"error-margin, {names})"
+            )
         if name == "flash_attention":
             values[name] = str(value).lower() in ("1", "true", "yes")
         else:
@@ -61,7 +72,9 @@ def _number(value: Any, key: str, where: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise UsageError(f"{where}: memory setting {key} must be a number, got {value!r}") from None
+        raise UsageError(
+            f"{where}: memory setting {key} must be a number, got {_shown(value)}"
+        ) from None
     if number < 0:
         raise UsageError(f"{where}: memory setting {key} must not be negative")
     return number

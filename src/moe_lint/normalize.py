@@ -21,6 +21,14 @@ from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
 from moe_lint.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
+
 if TYPE_CHECKING:
     from packaging.version import Version
 
@@ -552,7 +560,7 @@ def _apply_framework_rules(cfg: Config) -> None:
         recipe = MIXED_PRECISION_RECIPES.get(mp.replace("-", "_"))
         if recipe is None:
             cfg.type_problems.append(
-                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {mp!r}", mp)
+                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {_shown(mp)}", mp)
             )
         else:
             resolved = recipe
