@@ -406,9 +406,13 @@ class _RankParams:
 def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _RankParams:
     """Sum the rank's layers, embedding, output and MTP; experts are E/EP per rank, ÷ETP."""
     a, tp = ctx.arch, ctx.tp
-    dense = Part()
+    # The sum of params[i].dense over the layers, without a Part object per layer.
+    layers_total = layers_sharded = 0
     for i in stage.layers:
-        dense = dense + params[i].dense
+        lp = params[i]
+        layers_total += lp.attention.total + lp.dense_mlp.total + lp.moe_other.total
+        layers_sharded += lp.attention.sharded + lp.dense_mlp.sharded + lp.moe_other.sharded
+    dense = Part(layers_total, layers_sharded)
     expert_layers = sum(1 for i in stage.layers if params[i].ffn == "moe")
     per_expert = expert_params(a) if a.num_moe_experts else 0
     experts_per_rank = (a.num_moe_experts or 0) / ctx.ep
