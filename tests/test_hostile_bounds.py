@@ -400,3 +400,11 @@ def test_suggest_uneven_is_the_old_search() -> None:
     start = time.process_time()
     suggest_uneven(bounds.MAX_LAYERS, 3, None, 1)
     assert time.process_time() - start < 0.5
+
+
+def test_divisors_is_the_old_loop() -> None:
+    from moe_lint.expr import _divisors
+
+    for n in [*range(-2, 2000), 720_720, 999_983, 1_000_000, 1_000_001]:
+        old = [d for d in range(1, n + 1) if n % d == 0] if 0 < n <= 1_000_000 else []
+        assert _divisors(n) == old, n

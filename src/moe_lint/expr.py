@@ -33,8 +33,12 @@ from moe_lint.errors import NotDerivable, RulePackError
 
 
 def _divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in order, in O(sqrt n) (a loop up to ``n`` cost 0.1 s a call)."""
     n = int(n)
-    return [d for d in range(1, n + 1) if n % d == 0] if 0 < n <= 1_000_000 else []
+    if not 0 < n <= 1_000_000:
+        return []
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _join(items: Iterable[Any], sep: str = ", ") -> str:
