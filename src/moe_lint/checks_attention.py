@@ -110,8 +110,8 @@ def _heads(ctx: Context) -> tuple[int, int] | None:
 def _a2a_group(heads_tp: int, kv_tp: int, cp: int, node: int) -> int:
     """Largest a2a group size that divides CP, heads/TP and KV heads/TP and fits in a node."""
     best = 1
-    for size in range(2, cp + 1):
-        if cp % size == 0 and heads_tp % size == 0 and kv_tp % size == 0 and size <= node:
+    for size in range(2, min(cp, node) + 1):  # O(node), not O(CP)
+        if cp % size == 0 and heads_tp % size == 0 and kv_tp % size == 0:
             best = size
     return best
 
@@ -126,7 +126,7 @@ def _suggest_hierarchical(ctx: Context, cp: int, tp: int) -> str:
     heads = _heads(ctx)
     node = _node_size(ctx)
     if heads is None:
-        a2a = max((d for d in range(1, cp + 1) if cp % d == 0 and d <= node), default=1)
+        a2a = max((d for d in range(1, min(cp, node) + 1) if cp % d == 0), default=1)
         note = " (the first factor must also divide heads/TP and KV heads/TP)"
     else:
         heads_tp = heads[0] // tp if heads[0] >= tp else 1

@@ -19,10 +19,11 @@ on the release, so the walk asks :mod:`moe_lint.bridge_classes`:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.catalogue import PythonCheck
 
 if TYPE_CHECKING:
@@ -81,6 +82,13 @@ class _Walk:
         self.preset = ctx.config.preset
         self.problems: list[KeyProblem] = []
         self._unions: dict[str, frozenset[str]] = {}
+        #: "did you mean" searches left (bounds.MAX_SUGGESTIONS): each costs a difflib pass
+        #: over hundreds of field names, so thousands of unknown keys cost seconds.
+        self.suggestions_left = MAX_SUGGESTIONS
+        #: (package, path, classes, exact) -> [(release index, field names)], for _drift.
+        self._drift_names: dict[tuple[Any, ...], list[tuple[int, frozenset[str]]]] = {}
+        self._drift_any: dict[tuple[Any, ...], frozenset[str]] = {}
+        self._by_field: dict[str, list[str]] | None = None
 
     # ------------------------------------------------------------------ classes
     def section_classes(self, view: View, section: str) -> list[str]:
@@ -115,7 +123,7 @@ class _Walk:
             if name not in top:
                 if self._extra(name):
                     continue
-                guess = _suggest(name, sorted(top)) or ("dataset" if name == "data" else None)
+                guess = self._suggest(name, top) or ("dataset" if name == "data" else None)
                 hint = f"did you mean '{guess}'?" if guess else "not a ConfigContainer section"
                 self._unknown(name, name, hint, None)
                 continue
@@ -205,7 +213,7 @@ class _Walk:
         subject = f"{_short(classes[0])}" if exact and len(classes) == 1 else f"'{path}'"
         # A key another release has is most likely that release's field, not a typo.
         drift = self._drift(path, key, classes, exact)
-        guess = None if drift else _suggest(key, sorted(names))
+        guess = None if drift else self._suggest(key, names)
         elsewhere = None if drift or guess else self._elsewhere(path, key)
         if drift:
             hint = f"{subject} has no such field in {drift}"
@@ -217,41 +225,41 @@ class _Walk:
             hint = f"{subject} has no such field"
         self._unknown(dotted, key, hint, None)
 
+    def _sections_with(self) -> dict[str, list[str]]:
+        """Field name -> the sections (sorted) whose classes have it; built once a file."""
+        if self._by_field is None:
+            self._by_field = {}
+            for section in sorted(self.view.names(self.view.container()) or ()):
+                for name in self.section_union(section):
+                    self._by_field.setdefault(name, []).append(section)
+        return self._by_field
+
+    def _suggest(self, key: str, names: Iterable[str]) -> str | None:
+        if self.suggestions_left <= 0:
+            return None
+        self.suggestions_left -= 1
+        return _suggest(key, sorted(names))
+
     def _elsewhere(self, path: str, key: str) -> str | None:
         if "." in path:
             return None
-        sections = [
-            s
-            for s in sorted(self.view.names(self.view.container()) or ())
-            if s != path and key in self.section_union(s)
-        ]
+        sections = [s for s in self._sections_with().get(key, ()) if s != path]
         sections.sort(key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s))
         return sections[0] if sections else None
 
     def _drift(self, path: str, key: str, classes: list[str], exact: bool) -> str | None:
         """ "Bridge 0.3.1 (added by 0.4.2)" when another catalogued release has the key."""
-        from moe_lint import bridge_classes
-
         if self.installed:
             return None
-        parts = path.split(".")
         for package, choice in (("bridge", self.bridge), ("megatron-core", self.mcore)):
+            names_by_release = self._release_names(package, path, classes, exact)
+            if key not in self._drift_any[(package, path, tuple(classes), exact)]:
+                continue  # no other release has it (the common case: a cheap test)
+            from moe_lint import bridge_classes
+
             known = bridge_classes.releases(package)
             here = known.index(choice.release)
-            having = []
-            for index, release in enumerate(known):
-                if index == here:
-                    continue
-                if package == "bridge":
-                    other = bridge_classes.view(release, self.mcore.release)
-                else:
-                    other = bridge_classes.view(self.bridge.release, release)
-                if exact and len(classes) == 1 and other.knows(classes[0]):
-                    alt = classes
-                else:
-                    alt = self.path_classes(other, parts)
-                if key in other.union(alt):
-                    having.append(index)
+            having = [index for index, names in names_by_release if key in names]
             name = bridge_classes.DISPLAY[package]
             newer = [i for i in having if i > here]
             older = [i for i in having if i < here]
@@ -260,6 +268,38 @@ class _Walk:
             if older:
                 return f"{name} {choice.release} (removed after {known[older[-1]]})"
         return None
+
+    def _release_names(
+        self, package: str, path: str, classes: list[str], exact: bool
+    ) -> list[tuple[int, frozenset[str]]]:
+        """The field names ``path`` holds in each other catalogued release of ``package``,
+        computed once per path (not once per unknown key)."""
+        cache_key = (package, path, tuple(classes), exact)
+        cached = self._drift_names.get(cache_key)
+        if cached is not None:
+            return cached
+        from moe_lint import bridge_classes
+
+        choice = self.bridge if package == "bridge" else self.mcore
+        known = bridge_classes.releases(package)
+        here = known.index(choice.release)
+        parts = path.split(".")
+        out: list[tuple[int, frozenset[str]]] = []
+        for index, release in enumerate(known):
+            if index == here:
+                continue
+            if package == "bridge":
+                other = bridge_classes.view(release, self.mcore.release)
+            else:
+                other = bridge_classes.view(self.bridge.release, release)
+            if exact and len(classes) == 1 and other.knows(classes[0]):
+                alt = classes
+            else:
+                alt = self.path_classes(other, parts)
+            out.append((index, other.union(alt)))
+        self._drift_names[cache_key] = out
+        self._drift_any[cache_key] = frozenset().union(*(names for _, names in out))
+        return out
 
 
 def _preset_classes(view: View, preset: str) -> list[str]:

@@ -224,26 +224,46 @@ def suggest_layout(num_layers: int, mtp: int, stages: int) -> str | None:
 
 
 def suggest_uneven(num_layers: int, pp: int, vpp: int | None, mtp: int) -> tuple[int, int] | None:
-    """First/last stage layer counts that make an uneven split valid and balanced."""
+    """First/last stage layer counts that make an uneven split valid and balanced.
+
+    The best (first, last) over every valid pair: loads first+1, last+1+MTP and the middle
+    ranks' layers, scored by (spread, largest load), ties to the smaller first then last.
+    The middle load is a multiple of VPP, and for each one the score is piecewise linear in
+    ``first`` with three breakpoints, so only the grid points around them can win:
+    O(num_layers / VPP) instead of the O(num_layers²) of trying every pair.
+    """
     step = vpp or 1
     middle = pp - 2
-    best: tuple[tuple[int, int], int, int] | None = None
-    for first in range(step, num_layers + 1, step):
-        for last in range(step, num_layers - first + 1, step):
-            rest = num_layers - first - last
-            if middle == 0:
-                if rest:
-                    continue
-                per = 0
-            else:
-                if rest <= 0 or rest % middle or (rest // middle) % step:
-                    continue
-                per = rest // middle
-            loads = [first + 1, last + 1 + mtp] + ([per] if middle else [])
-            score = (max(loads) - min(loads), max(loads))
-            if best is None or score < best[0]:
-                best = (score, first, last)
-    return None if best is None else (best[1], best[2])
+    if middle < 0 or num_layers < 2 * step:
+        return None
+    best: tuple[int, int, int, int] | None = None  # (spread, largest load, first, last)
+
+    def consider(first: int, last: int, per: int | None) -> None:
+        nonlocal best
+        loads = (first + 1, last + 1 + mtp) if per is None else (first + 1, last + 1 + mtp, per)
+        high = max(loads)
+        candidate = (high - min(loads), high, first, last)
+        if best is None or candidate < best:
+            best = candidate
+
+    if middle == 0:
+        for first in range(step, num_layers - step + 1, step):
+            if (num_layers - first) % step == 0:
+                consider(first, num_layers - first, None)
+    elif num_layers % step == 0:  # first, last and the middle ranks are all multiples of VPP
+        for per in range(step, (num_layers - 2 * step) // middle + 1, step):
+            total = num_layers - middle * per  # first + last
+            low, high = step, total - step  # first's range on the grid
+            if high < low:
+                break
+            points = {low, high}
+            for x in ((total + mtp) // 2, per - 1, total + 1 + mtp - per):
+                below = x - x % step
+                points.update((below, below + step))
+            for first in points:
+                if low <= first <= high:
+                    consider(first, total - first, per)
+    return None if best is None else (best[2], best[3])
 
 
 # --------------------------------------------------------------------------- splits
@@ -622,6 +642,26 @@ def _valid_microbatches(m: int, pp: int, group: int | None) -> bool:
     return rest == 0 or rest >= pp
 
 
+def _nearest_valid_microbatches(m: int, pp: int, n: int) -> tuple[int | None, int | None]:
+    """The largest valid microbatch count below ``m`` and the smallest above it, for group
+    size ``n >= pp``, in O(1): a search counted up to ``m`` or ``4·n`` (a group size of 1e12
+    never ended). Valid: ``k >= n`` and ``k % n`` is 0 or at least PP (_valid_microbatches).
+    """
+    below: int | None = None
+    if m - 1 >= n:
+        rest = (m - 1) % n
+        below = m - 1 if rest == 0 or rest >= pp else m - 1 - rest
+    k = max(m + 1, n)
+    rest = k % n
+    if rest == 0 or rest >= pp:
+        above = k
+    elif pp < n:
+        above = k + (pp - rest)
+    else:
+        above = k + (n - rest)
+    return below, above
+
+
 def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
     """The interleaved 1F1B schedule's limits on the number of microbatches per step."""
     cfg = ctx.config
@@ -657,10 +697,7 @@ def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
             "(it defaults to PP)"
         )
     else:
-        below = next((k for k in range(m - 1, 0, -1) if _valid_microbatches(k, pp, group)), None)
-        above = next(
-            (k for k in range(m + 1, m + 4 * n + 2) if _valid_microbatches(k, pp, group)), None
-        )
+        below, above = _nearest_valid_microbatches(m, pp, n)
         choices = " or ".join(
             f"{k * unit} ({k} microbatches)" for k in sorted({k for k in (below, above) if k})
         )

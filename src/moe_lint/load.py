@@ -16,6 +16,15 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from moe_lint.bounds import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_REPR_CHARS,
+    bounded_repr,
+    bounded_str,
+    number_too_long,
+)
 from moe_lint.errors import InputError
 
 
@@ -23,12 +32,8 @@ class UnsupportedTag(InputError):
     """A ``!tag`` outside the YAML core schema (``!!python/...``, ``!Ref``, ``!include``)."""
 
 
-#: Bridge configs are tens of kilobytes; anything past this is not a config we should parse.
-MAX_BYTES = 8 * 1024 * 1024
-#: Upper bound on nodes visited while expanding aliases (billion-laughs guard).
-MAX_NODES = 200_000
-#: Upper bound on mapping/sequence nesting.
-MAX_DEPTH = 64
+# MAX_BYTES (Bridge configs are tens of kilobytes), MAX_NODES (alias expansion: the
+# billion-laughs guard) and MAX_DEPTH (nesting) live with moe-lint's other bounds in bounds.py.
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -146,6 +151,7 @@ _SCALAR_TAGS = {
 _MAP_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"}
 _SEQ_TAGS = {"tag:yaml.org,2002:seq"}
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
 
 
 class SpanMap(dict[ConfigPath, Any]):
@@ -205,6 +211,20 @@ class _Builder:
                 "(YAML bomb?)"
             )
 
+    def scalar(self, node: Any) -> Any:
+        """A scalar's value; a number literal is bounded before any conversion (``int()``
+        of a long decimal, base-60 or hex literal is quadratic, then Python refuses it)."""
+        if node.tag in _NUMBER_TAGS:
+            too_long = number_too_long(node.value)
+            if too_long:
+                raise InputError(f"line {node.start_mark.line + 1}: {too_long}")
+        try:
+            return _scalar(self.constructor, node)
+        except (yaml.YAMLError, ValueError, OverflowError, KeyError, TypeError) as exc:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
+            ) from None
+
     def build(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> Any:
         self._tick(node)
         if depth > MAX_DEPTH:
@@ -214,14 +234,10 @@ class _Builder:
         if isinstance(node, yaml.ScalarNode):
             if node.tag not in _SCALAR_TAGS:
                 raise UnsupportedTag(
-                    f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                    f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                    f"{bounded_repr(node.tag)}"
                 )
-            try:
-                return _scalar(self.constructor, node)
-            except (yaml.YAMLError, ValueError, OverflowError, KeyError) as exc:
-                raise InputError(
-                    f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
-                ) from None
+            return self.scalar(node)
         if id(node) in active:
             raise InputError(f"line {node.start_mark.line + 1}: recursive alias")
         active.add(id(node))
@@ -229,7 +245,8 @@ class _Builder:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag not in _SEQ_TAGS:
                     raise UnsupportedTag(
-                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
                     )
                 items = []
                 for i, item in enumerate(node.value):
@@ -239,7 +256,8 @@ class _Builder:
             if isinstance(node, yaml.MappingNode):
                 if node.tag not in _MAP_TAGS:
                     raise UnsupportedTag(
-                        f"line {node.start_mark.line + 1}: unsupported YAML tag {node.tag!r}"
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
                     )
                 return self._mapping(node, path, depth, active)
         finally:
@@ -268,7 +286,7 @@ class _Builder:
                 raise InputError(
                     f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
                 )
-            key = _scalar(self.constructor, key_node)
+            key = self.scalar(key_node)
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
             skey = key if isinstance(key, str) else str(key)
@@ -302,7 +320,7 @@ def _span(key_node: Any, value_node: Any) -> Span:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return bounded_str(text[0], MAX_REPR_CHARS) if text else type(exc).__name__
 
 
 def _yaml_error_message(exc: yaml.YAMLError) -> str:
@@ -517,14 +535,31 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     )
 
 
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a file"
+
+
 def load_file(path: str) -> Document:
     """Read and parse one config file."""
     import os
+    import stat
 
     try:
         if os.path.isdir(path):
             raise InputError("is a directory, not a config file")
-        with open(path, "rb") as handle:
+        # Only regular files: a FIFO, a terminal or /dev/zero would block or never end.
+        # O_NONBLOCK keeps open() itself from waiting for a FIFO's writer; fstat decides.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb", closefd=True) as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError(f"not a regular file ({_file_kind(mode)}); only files are read")
             raw = handle.read(MAX_BYTES + 1)
     except InputError:
         raise

@@ -12,8 +12,16 @@ from dataclasses import fields
 from typing import Any
 
 from moe_lint.derive import Facts
-from moe_lint.errors import UsageError
+from moe_lint.errors import InputError, UsageError
 from moe_lint.normalize import Config
+
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
 
 #: Facts this module provides (see docs/adding-rules.md).
 MEMORY_FACTS = (
@@ -48,8 +56,11 @@ def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]
             margin = _number(value, key, where)
             continue
         if name not in known:
-            raise UsageError(f"{where}: unknown memory setting {key!r} (known: warn-headroom, "
-                             f"error-margin, {', '.join(sorted(known))})")  # fmt: skip
+            names = ", ".join(sorted(known))
+            raise UsageError(
+                f"{where}: unknown memory setting {_shown(key)} (known: warn-headroom, "
+                f"error-margin, {names})"
+            )
         if name == "flash_attention":
             values[name] = str(value).lower() in ("1", "true", "yes")
         else:
@@ -61,7 +72,9 @@ def _number(value: Any, key: str, where: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise UsageError(f"{where}: memory setting {key} must be a number, got {value!r}") from None
+        raise UsageError(
+            f"{where}: memory setting {key} must be a number, got {_shown(value)}"
+        ) from None
     if number < 0:
         raise UsageError(f"{where}: memory setting {key} must not be negative")
     return number
@@ -173,8 +186,31 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
     """The memory estimate for a config (raises MemoryInputError when it cannot be built)."""
     from moe_lint.memory import estimate
 
+    _refuse_type_problems(cfg)
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
     return estimate(config_values(cfg), _plain(facts), settings, capacity)
+
+
+def _refuse_type_problems(cfg: Config) -> None:
+    """A value Bridge would reject (TP = 0, a negative size, past a bound of bounds.py) is
+    the file's input error here too, as ``moe-lint check`` reports it (SCH002, exit 2):
+    the memory model must not divide by it."""
+    if not cfg.type_problems:
+        return
+    from moe_lint.bounds import bounded_repr
+    from moe_lint.locate import location
+
+    first = cfg.type_problems[0]
+    if first.path in cfg.override_text:
+        where = f"override {bounded_repr(cfg.override_text[first.path])}: "
+    else:
+        line, column, _, _ = location(cfg.doc, cfg.physical(first.path))
+        where = f"line {line}, column {column}: "
+    more = len(cfg.type_problems) - 1
+    raise InputError(
+        f"{where}{first.path} = {bounded_repr(first.value)}: {first.message} [SCH002]"
+        + (f" (and {more} more)" if more else "")
+    )
 
 
 def _missing_inputs(facts: Facts, cfg: Config) -> str | None:

@@ -406,9 +406,13 @@ class _RankParams:
 def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _RankParams:
     """Sum the rank's layers, embedding, output and MTP; experts are E/EP per rank, ÷ETP."""
     a, tp = ctx.arch, ctx.tp
-    dense = Part()
+    # The sum of params[i].dense over the layers, without a Part object per layer.
+    layers_total = layers_sharded = 0
     for i in stage.layers:
-        dense = dense + params[i].dense
+        lp = params[i]
+        layers_total += lp.attention.total + lp.dense_mlp.total + lp.moe_other.total
+        layers_sharded += lp.attention.sharded + lp.dense_mlp.sharded + lp.moe_other.sharded
+    dense = Part(layers_total, layers_sharded)
     expert_layers = sum(1 for i in stage.layers if params[i].ffn == "moe")
     per_expert = expert_params(a) if a.num_moe_experts else 0
     experts_per_rank = (a.num_moe_experts or 0) / ctx.ep
@@ -854,11 +858,22 @@ def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], lis
     modules = _recompute_modules(ctx)
     kept: list[float] = []
     full: list[float] = []
+    # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
+    # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
+    by_kind: dict[tuple[str, str], tuple[float, float]] = {}
     for i in stage.layers:
         mixer, ffn = ctx.arch.layers[i]
-        pieces = layer_pieces(ctx, mixer, ffn, rho)
-        full.append(sum(pieces.values()))
-        kept.append(sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()))
+        kind = (mixer, ffn)
+        sizes = by_kind.get(kind)
+        if sizes is None:
+            pieces = layer_pieces(ctx, mixer, ffn, rho)
+            sizes = (
+                sum(pieces.values()),
+                sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()),
+            )
+            by_kind[kind] = sizes
+        full.append(sizes[0])
+        kept.append(sizes[1])
     return kept, full
 
 
@@ -1106,11 +1121,14 @@ def values_from_config(cfg: Any) -> dict[str, Any]:
         from moe_lint.settings import preset_fields
 
         out.update({f"model.{k}": v for k, v in preset_fields(cfg.preset).items()})
+    # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
+    refused = {p.path for p in getattr(cfg, "type_problems", ())}
     for section in _SECTIONS:
         raw = cfg.raw.get(section)
         if isinstance(raw, Mapping):
-            out.update({f"{section}.{k}": v for k, v in raw.items() if not isinstance(v, Mapping)
-                        or "_target_" in v})  # fmt: skip
+            out.update({f"{section}.{k}": v for k, v in raw.items()
+                        if (not isinstance(v, Mapping) or "_target_" in v)
+                        and f"{section}.{k}" not in refused})  # fmt: skip
         elif raw is not None:
             out[section] = raw
     out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})

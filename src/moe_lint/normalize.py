@@ -21,6 +21,14 @@ from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
 from moe_lint.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
+
 if TYPE_CHECKING:
     from packaging.version import Version
 
@@ -241,6 +249,16 @@ def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> di
     return clean
 
 
+def _check_bounds(cfg: Config) -> None:
+    """Typed values past moe-lint's own bounds (bounds.py): refused like a wrong type, and
+    dropped, so that no derivation or rule loops over them."""
+    from moe_lint.bounds import field_problems
+
+    for dotted, problem in field_problems(cfg.values):
+        cfg.type_problems.append(TypeProblem(dotted, problem, cfg.values.pop(dotted)))
+        cfg.unknown.add(dotted)
+
+
 def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
     """Type one section; drop (and record) values Bridge would reject.
 
@@ -359,6 +377,7 @@ def normalize(
             else:
                 cfg.origin[dotted] = "default"
             cfg.values[dotted] = value
+    _check_bounds(cfg)
     if preset:
         # Untyped architecture fields (window_size, softmax_type, ...) come from the preset too.
         written = raw.get("model") if isinstance(raw.get("model"), dict) else {}
@@ -541,7 +560,7 @@ def _apply_framework_rules(cfg: Config) -> None:
         recipe = MIXED_PRECISION_RECIPES.get(mp.replace("-", "_"))
         if recipe is None:
             cfg.type_problems.append(
-                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {mp!r}", mp)
+                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {_shown(mp)}", mp)
             )
         else:
             resolved = recipe

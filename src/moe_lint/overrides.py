@@ -221,6 +221,12 @@ class _ValueParser:
         if len(parts) > 1:
             return "".join(t.text[1::2] if t.kind == "ESC" else t.text for t in parts)
         token = parts[0]
+        if token.kind in ("INT", "FLOAT"):
+            from moe_lint.bounds import number_too_long
+
+            too_long = number_too_long(token.text)
+            if too_long:
+                raise InputError(too_long)
         if token.kind == "INT":
             return int(token.text.replace("_", ""))
         if token.kind == "FLOAT":
@@ -307,6 +313,9 @@ def looks_like_override(arg: str) -> bool:
 
 def parse_override(arg: str, argument: int | None = None) -> Override:
     """Parse one override; raise :class:`InputError` with one line on what moe-lint cannot use."""
+    from moe_lint.bounds import bounded_repr
+
+    shown = bounded_repr(arg)  # messages echo the argument, bounded (bounds.MAX_REPR_CHARS)
     if arg.startswith("++"):
         prefix = "++"
     elif arg.startswith(("+", "~")):
@@ -317,26 +326,26 @@ def parse_override(arg: str, argument: int | None = None) -> Override:
     key, sep, raw = body.partition("=")
     if "/" in key or "@" in key:
         raise InputError(
-            f"override {arg!r}: Hydra config-group/package overrides do not apply to Bridge "
+            f"override {shown}: Hydra config-group/package overrides do not apply to Bridge "
             "configs (Bridge raises 'looks like a config group override')"
         )
     if not _KEY.fullmatch(key):
-        raise InputError(f"bad override {arg!r}: expected key.path=value, +key=value or ~key")
+        raise InputError(f"bad override {shown}: expected key.path=value, +key=value or ~key")
     parts = key.split(".")
     if any(p.isdigit() for p in parts):
         raise InputError(
-            f"override {arg!r}: list-index keys are not supported; set the whole list (key=[a,b])"
+            f"override {shown}: list-index keys are not supported; set the whole list (key=[a,b])"
         )
     path: ConfigPath = tuple(parts)
     if prefix == "~":
         if not sep:
             return Override(arg, prefix, path, None, True, False, argument)
-        value = parse_value(raw, f"override {arg!r}")
+        value = parse_value(raw, f"override {shown}")
         return Override(arg, prefix, path, value, True, True, argument)
     if not sep:
-        raise InputError(f"bad override {arg!r}: missing '=value'")
+        raise InputError(f"bad override {shown}: missing '=value'")
     return Override(
-        arg, prefix, path, parse_value(raw, f"override {arg!r}"), False, False, argument
+        arg, prefix, path, parse_value(raw, f"override {shown}"), False, False, argument
     )
 
 

@@ -577,7 +577,18 @@ class ParamCounts:
 
 def count_params(arch: Arch, tp: int = 1) -> ParamCounts:
     """Count every parameter Megatron instantiates for the text model (vocab padded for ``tp``)."""
-    layers = tuple(layer_params(arch, i, m, f) for i, (m, f) in enumerate(arch.layers))
+    # One count per layer kind (mixer, ffn), copied per index: O(layers) cheap copies.
+    by_kind: dict[tuple[str, str], LayerParams] = {}
+    built: list[LayerParams] = []
+    for i, (m, f) in enumerate(arch.layers):
+        template = by_kind.get((m, f))
+        if template is None:
+            template = by_kind[(m, f)] = layer_params(arch, i, m, f)
+        t = template
+        built.append(t if t.index == i else LayerParams(
+            i, m, f, t.attention, t.dense_mlp, t.moe_other, t.routed_experts, t.active_experts
+        ))  # fmt: skip
+    layers = tuple(built)
     vocab = arch.padded_vocab(tp)
     embedding = vocab * arch.hidden_size
     output = 0 if arch.share_embeddings_and_output_weights else embedding

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from moe_lint.bounds import MAX_COUNT, MAX_SIZE
+
 #: Marker placed in ``json_schema_extra`` for recipe-provided fields.
 RECIPE_MARK: dict[str, Any] = {"recipe": True}
 
@@ -30,8 +32,7 @@ def recipe() -> Any:
 
 #: Sanity bounds: a parallel size or a count past these is a typo or a hostile input, and the
 #: arithmetic moe-lint shows would be meaningless (Megatron would fail on it anyway).
-MAX_SIZE = 1 << 20
-MAX_COUNT = 1 << 31
+#: MAX_SIZE and MAX_COUNT live in bounds.py, moe-lint's one table of bounds.
 
 _SIZE = Field(default=1, ge=1, le=MAX_SIZE)
 

@@ -17,6 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.errors import UsageError
 
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
+
 if TYPE_CHECKING:
     from packaging.version import Version
 
@@ -79,12 +87,25 @@ class Settings:
 
 
 def _int(value: Any, key: str, where: str) -> int:
+    from moe_lint.bounds import MAX_GPUS, number_too_long
+
+    text = str(value).replace("_", "")
+    too_long = number_too_long(text)
+    if too_long:
+        raise UsageError(f"{where}: {key}: {too_long}")
     try:
-        number = int(str(value).replace("_", ""))
+        number = int(text)
     except ValueError:
-        raise UsageError(f"{where}: {key} must be a positive integer, got {value!r}") from None
+        raise UsageError(
+            f"{where}: {key} must be a positive integer, got {_shown(value)}"
+        ) from None
     if number < 1:
-        raise UsageError(f"{where}: {key} must be a positive integer, got {value!r}")
+        raise UsageError(f"{where}: {key} must be a positive integer, got {_shown(value)}")
+    if number > MAX_GPUS:
+        raise UsageError(
+            f"{where}: {key} = {number:,} is past moe-lint's bound of {MAX_GPUS:,} GPUs "
+            "(bounds.MAX_GPUS)"
+        )
     return number
 
 
@@ -93,7 +114,7 @@ def normalize_gpu(name: str, where: str) -> str:
     key = GPU_ALIASES.get(key, key)
     if key not in gpu_catalogue():
         choices = ", ".join(GPU_ALIASES)
-        raise UsageError(f"{where}: unknown GPU {name!r} (choose from {choices})")
+        raise UsageError(f"{where}: unknown GPU {_shown(name)} (choose from {choices})")
     return key
 
 
@@ -137,7 +158,7 @@ def extra_fields(value: Any, where: str) -> list[str]:
     for path in value:
         if not _FIELD_PATH.match(path):
             raise UsageError(
-                f'{where}: {path!r} is not a dotted key path like "model.crossattn_emb_size"'
+                f'{where}: {_shown(path)} is not a dotted key path like "model.crossattn_emb_size"'
             )
     return list(value)
 
@@ -158,7 +179,7 @@ def parse_directives(text: str, where: str) -> dict[str, str]:
 
             key = package_key(key) or key
             if key.replace("_", "-") not in _CLUSTER_KEYS:
-                raise UsageError(f"{where}: unknown moe-lint directive {key!r}")
+                raise UsageError(f"{where}: unknown moe-lint directive {_shown(key)}")
             found[key] = value
     return found
 
@@ -229,7 +250,9 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
         raise UsageError(f"{where}: per-file must be a table of glob = {{settings}}")
     for glob, values in per_file.items():
         if not isinstance(values, dict) or {k.replace("_", "-") for k in values} - _PER_FILE_KEYS:
-            raise UsageError(f"{where}: per-file.{glob!r} may only set {sorted(_PER_FILE_KEYS)}")
+            raise UsageError(
+                f"{where}: per-file.{_shown(glob)} may only set {sorted(_PER_FILE_KEYS)}"
+            )
         apply_cluster(Settings(), values, f"{where} per-file.{glob}")  # validate now
     settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
     if "extra-fields" in table:
@@ -307,7 +330,7 @@ def normalize_model(name: str, where: str) -> str:
         }
         if key in names or key == str(entry.get("hf_id", "")).split("/")[-1].lower():
             return str(model_key)
-    raise UsageError(f"{where}: unknown model preset {name!r} (see `moe-lint models`)")
+    raise UsageError(f"{where}: unknown model preset {_shown(name)} (see `moe-lint models`)")
 
 
 def default_gpus_per_node(gpu: str | None) -> int:

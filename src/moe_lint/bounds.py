@@ -1,0 +1,172 @@
+"""moe-lint's bounds on its input, in one table, and the helpers that enforce them.
+
+Every loop, allocation and message moe-lint makes is sized by its input. These bounds keep
+each of them small whatever a file holds: past a bound the file is refused with one line that
+names the bound (exit 2), or, for the message and suggestion bounds, the output is shortened.
+No real Megatron Bridge config comes near any of them. A refusal names the bound as
+``bounds.NAME``; this table is its documentation.
+
+======================  ===============  ================================================
+bound                   value            what it limits
+======================  ===============  ================================================
+MAX_BYTES               8 MiB            bytes read from one config file
+MAX_NODES               200,000          YAML nodes visited, aliases expanded (YAML bombs)
+MAX_DEPTH               64               mapping / sequence nesting
+MAX_NUMBER_CHARS        64               characters of one int or float literal (checked
+                                         before any conversion: ``int()`` is quadratic
+                                         past Python's 4,300-digit limit, base 60 too)
+MAX_GPUS                2**24            --gpus, --nodes, --gpus-per-node (and directives)
+MAX_SIZE                2**20            a parallel size (TP, PP, CP, EP, ETP, VPP; schema)
+MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema)
+MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search)
+MAX_PIPELINE_STAGES     256              PP·VPP, the stages the memory model walks in
+                                         each of its ~13 estimates (real configs use a few
+                                         dozen)
+MAX_REPR_CHARS          200              characters of a config value's repr in a message
+MAX_FIELD_CHARS         2,000            characters of any one placeholder in a message
+MAX_SUGGESTIONS         50               "did you mean" searches per file (the rest of
+                                         the unknown keys are reported without one)
+======================  ===============  ================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_BYTES = 8 * 1024 * 1024
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+MAX_NUMBER_CHARS = 64
+MAX_GPUS = 1 << 24
+MAX_SIZE = 1 << 20
+MAX_COUNT = 1 << 31
+MAX_LAYERS = 10_000
+MAX_PIPELINE_STAGES = 256
+MAX_REPR_CHARS = 200
+MAX_FIELD_CHARS = 2_000
+MAX_SUGGESTIONS = 50
+
+_ELLIPSIS = "..."
+
+
+def bounded_repr(value: Any, limit: int = MAX_REPR_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, built without the full text.
+
+    A value from YAML may share one large string or list through aliases thousands of times;
+    ``repr`` would expand every reference. This walks the value and stops once the budget is
+    spent, so the cost is bounded by ``limit``, not by the value. Integers too long to print
+    are described by their size instead (``str`` of a huge int is quadratic, then refused).
+    """
+    out: list[str] = []
+    _emit(value, out, [limit + 1], 0)
+    text = "".join(out)
+    return text if len(text) <= limit else text[: max(0, limit - len(_ELLIPSIS))] + _ELLIPSIS
+
+
+def bounded_str(value: Any, limit: int = MAX_FIELD_CHARS) -> str:
+    """``str(value)`` for a message, cut like :func:`bounded_repr` (strings unquoted)."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return value[: max(0, limit - len(_ELLIPSIS))] + _ELLIPSIS
+    if isinstance(value, list | tuple | dict):
+        return bounded_repr(value, limit)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int_text(value, limit)
+    text = str(value)
+    return text if len(text) <= limit else text[: max(0, limit - len(_ELLIPSIS))] + _ELLIPSIS
+
+
+def _int_text(value: int, limit: int) -> str:
+    # 3.33 bits a decimal digit: past the limit, describe the number instead of printing it.
+    if value.bit_length() > limit * 3:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"<integer of about {digits:,} digits>"
+    return repr(value)
+
+
+def _emit(value: Any, out: list[str], budget: list[int], depth: int) -> None:
+    """Append the repr of ``value`` to ``out`` until ``budget[0]`` characters are spent."""
+    if budget[0] <= 0:
+        return
+    if isinstance(value, str):
+        piece = repr(value[: budget[0]])
+        if len(value) > budget[0]:
+            piece = piece[:-1]  # left open: the ellipsis follows
+    elif isinstance(value, bool) or value is None or isinstance(value, float):
+        piece = repr(value)
+    elif isinstance(value, int):
+        piece = _int_text(value, budget[0])
+    elif isinstance(value, list | tuple | dict) and depth < MAX_DEPTH:
+        is_dict = isinstance(value, dict)
+        opener, closer = ("{", "}") if is_dict else ("(", ")") if isinstance(value, tuple) else (
+            "[", "]")  # fmt: skip
+        _put(opener, out, budget)
+        items: Any = value.items() if isinstance(value, dict) else value
+        for i, item in enumerate(items):
+            if budget[0] <= 0:
+                return
+            if i:
+                _put(", ", out, budget)
+            if is_dict:
+                _emit(item[0], out, budget, depth + 1)
+                _put(": ", out, budget)
+                _emit(item[1], out, budget, depth + 1)
+            else:
+                _emit(item, out, budget, depth + 1)
+        if isinstance(value, tuple) and len(value) == 1:
+            _put(",", out, budget)
+        _put(closer, out, budget)
+        return
+    else:
+        piece = f"<{type(value).__name__}>"
+    _put(piece, out, budget)
+
+
+def _put(piece: str, out: list[str], budget: list[int]) -> None:
+    if budget[0] > 0:
+        out.append(piece[: budget[0]])
+        budget[0] -= len(piece)
+
+
+def number_too_long(text: str) -> str | None:
+    """Why a number literal is refused before conversion, or None when it is short enough."""
+    if len(text) <= MAX_NUMBER_CHARS:
+        return None
+    return (
+        f"number literal of {len(text):,} characters exceeds moe-lint's bound of "
+        f"{MAX_NUMBER_CHARS} (bounds.MAX_NUMBER_CHARS)"
+    )
+
+
+#: Typed integer fields with a bound tighter than the schema's, checked after typing:
+#: dotted path -> (bound, its name in this module, what it counts).
+FIELD_BOUNDS: dict[str, tuple[int, str, str]] = {
+    "model.num_layers": (MAX_LAYERS, "MAX_LAYERS", "layers"),
+}
+
+
+def field_problems(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """(dotted path, problem) for typed values past a bound of this module."""
+    problems: list[tuple[str, str]] = []
+    for dotted, (bound, name, what) in FIELD_BOUNDS.items():
+        value = values.get(dotted)
+        if isinstance(value, int) and value > bound:
+            problems.append((dotted, _beyond(bound, name, what)))
+    pp = values.get("model.pipeline_model_parallel_size")
+    vpp = values.get("model.virtual_pipeline_model_parallel_size")
+    if isinstance(pp, int) and pp > 0:
+        stages = pp * (vpp if isinstance(vpp, int) and vpp > 0 else 1)
+        if stages > MAX_PIPELINE_STAGES:
+            dotted = (
+                "model.pipeline_model_parallel_size"
+                if pp > MAX_PIPELINE_STAGES or not isinstance(vpp, int)
+                else "model.virtual_pipeline_model_parallel_size"
+            )
+            what = "pipeline stages (PP·VPP)" if pp <= MAX_PIPELINE_STAGES else "pipeline stages"
+            problems.append((dotted, _beyond(MAX_PIPELINE_STAGES, "MAX_PIPELINE_STAGES", what)))
+    return problems
+
+
+def _beyond(bound: int, name: str, what: str) -> str:
+    return f"more {what} than moe-lint's bound of {bound:,} (bounds.{name})"
