@@ -88,6 +88,9 @@ class Document:
     #: Why this YAML is not a Bridge config (empty, several documents, a top-level list...):
     #: linting skips it with this notice (normalize raises NotBridgeConfig with it).
     skip: str | None = None
+    #: Config path -> why a fix there has no faithful text edit (an alias, an anchor, a
+    #: merge key), recorded by moe_lint.locate for --fix to report.
+    fix_refusals: dict[ConfigPath, str] = field(default_factory=dict)
 
     @property
     def lines(self) -> list[str]:
