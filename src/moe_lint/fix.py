@@ -254,7 +254,7 @@ class WriteRefused(InputError):
     """The fixed text was not written: one line saying why; the file is as it was."""
 
 
-_VANISHED = "the file vanished before the fix was written; nothing written"
+_VANISHED = "the file vanished before the fix was written; the fix was not written"
 
 
 def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = None) -> None:

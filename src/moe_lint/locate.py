@@ -104,8 +104,8 @@ def _not_owned(doc: Document, path: ConfigPath) -> str | None:
     An edit changes text, and text reached through an alias (``*a``), that carries an anchor
     (``&a``) or that a merge key (``<<: *a``) brought in is shared: changing it changes every
     use, or drops the anchor its aliases need. The parser gives an alias the anchored node's
-    own marks, so an alias shows as a value that starts before its key ends, and a merged key
-    as one written outside its mapping.
+    own marks, so an alias shows as a value that starts before its key ends (an aliased list
+    item as one outside its list); the loader lists the keys a merge brought in (doc.merged).
     """
     text = doc.text
     for depth in range(1, len(path) + 1):
@@ -119,6 +119,8 @@ def _not_owned(doc: Document, path: ConfigPath) -> str | None:
             name = _ANCHORED.match(text, span.value_start.index)
             what = f"*{name.group(1)}" if name else "an alias"
             return f"{dotted} is an alias ({what}): editing it would change every use of its anchor"
+        if probe in doc.merged:
+            return f"{dotted} comes from a merge key (<<): editing it would change its source"
         start = span.key_start or span.value_start
         if parent is not None and not (
             parent.value_start.index <= start.index <= parent.value_end.index
@@ -126,8 +128,6 @@ def _not_owned(doc: Document, path: ConfigPath) -> str | None:
             return (
                 f"{dotted} comes from a merge key or an alias: editing it would change its source"
             )
-        if depth == 1 and _in_other_top(doc, probe, start.index):
-            return f"{dotted} comes from a merge key (<<): editing it would change its source"
         anchor = _ANCHORED.match(text, span.value_start.index)
         if anchor is not None:
             return (
@@ -135,17 +135,6 @@ def _not_owned(doc: Document, path: ConfigPath) -> str | None:
                 "every alias of it"
             )
     return None
-
-
-def _in_other_top(doc: Document, path: ConfigPath, index: int) -> bool:
-    """A top-level key written inside another top-level value (a merge at the top level)."""
-    if "<<" not in doc.text:
-        return False
-    return any(
-        span.key_start is not None and span.key_start.index < index < span.value_end.index
-        for other, span in doc.spans.items()
-        if len(other) == 1 and other != path
-    )
 
 
 def _refuse(doc: Document, path: ConfigPath) -> bool:
@@ -237,18 +226,16 @@ def _insert_edit(
     if not _is_mapping(doc, parent_path):
         return None
     depth = len(parent_path)
-    children = [
-        s
-        for p, s in doc.spans.items()
-        if len(p) == depth + 1 and p[:depth] == parent_path and isinstance(p[-1], str)
-    ]
     # Keys a merge (``<<: *base``) brought in are written elsewhere: only the parent's own
     # keys say where its entries are.
     children = [
         s
-        for s in children
-        if s.key_start is not None
-        and parent.value_start.index <= s.key_start.index <= parent.value_end.index
+        for p, s in doc.spans.items()
+        if len(p) == depth + 1
+        and p[:depth] == parent_path
+        and isinstance(p[-1], str)
+        and p not in doc.merged
+        and s.key_start is not None
     ]
     if parent.flow:
         if text[parent.value_end.index - 1 : parent.value_end.index] != "}":
