@@ -205,9 +205,16 @@ def _append_section(doc: Document, missing: ConfigPath, value: Any) -> Edit | No
         return None
     text = doc.text
     eol = _newline(text, len(text))
-    sep = "" if not text or text[-1] in _BREAK_CHARS else eol
-    content = f"{sep}{missing[0]}:{eol}  {missing[1]}: {render_scalar(value)}{eol}"
-    return _edit(text, len(text), len(text), content)
+    section = f"{missing[0]}:{eol}  {missing[1]}: {render_scalar(value)}"
+    return _edit(text, len(text), len(text), _as_lines(text, len(text), section, eol))
+
+
+def _as_lines(text: str, at: int, block: str, eol: str) -> str:
+    """``block`` as whole lines inserted at ``at``; at the end of a file without a final line
+    break the break goes before it, so the file still ends without one."""
+    if at == len(text) and text and text[-1] not in _BREAK_CHARS:
+        return eol + block
+    return block + eol
 
 
 def _insert_edit(
@@ -265,12 +272,7 @@ def _insert_edit(
     eol = _newline(text, at)
     lines = [f"{' ' * (indent + 2 * i)}{key}:" for i, key in enumerate(missing[:-1])]
     lines.append(f"{' ' * (indent + 2 * (len(missing) - 1))}{missing[-1]}: {render_scalar(value)}")
-    block = eol.join(lines)
-    if at == len(text) and (not text or text[-1] not in _BREAK_CHARS):
-        content = eol + block  # no line break at the end of the file: keep it that way
-    else:
-        content = block + eol
-    return _edit(text, at, at, content)
+    return _edit(text, at, at, _as_lines(text, at, eol.join(lines), eol))
 
 
 def _descendants(doc: Document, path: ConfigPath) -> list[Span]:
