@@ -262,8 +262,10 @@ class _Builder:
                 sources = (
                     value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 )
-                for source in sources:
-                    value = self.build(source, path, depth + 1, active)
+                # Built last to first, so the spans left are those of the first source that
+                # has a key, as its value is (the earlier source wins).
+                values = [self.build(s, path, depth + 1, active) for s in reversed(sources)]
+                for source, value in zip(sources, reversed(values), strict=True):
                     if not isinstance(value, dict):
                         raise InputError(
                             f"line {source.start_mark.line + 1}: merge key '<<' needs a mapping"
