@@ -85,7 +85,8 @@ def _line_end(text: str, index: int) -> int:
 
 
 def _pos_of(text: str, index: int) -> Pos:
-    line = sum(1 for _ in _BREAK.finditer(text, 0, index)) + 1
+    breaks = sum(text.count(ch, 0, index) for ch in _BREAK_CHARS)
+    line = breaks - text.count("\r\n", 0, index) + 1  # a CRLF is one break
     return Pos(line, index - _line_start(text, index) + 1, index)
 
 
