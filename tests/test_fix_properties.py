@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, REPO, run_lint
@@ -79,15 +79,28 @@ def configs(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
             "  cuda_graph_impl: transformer_engine",
             "  cuda_graph_modules: [attn]" + draw(comment),
         ]
+    if draw(st.booleans()):  # the section ends in a nested block (a dump's object form)
+        lines += [
+            "  activation_func:" + draw(comment),
+            "    _call_: false",
+            "    _target_: torch.nn.functional.silu" + draw(comment),
+        ]
+        if draw(st.booleans()):
+            lines.append("  # a comment after the block")
     lines.append(f"train:{draw(comment)}")
     lines.append("  micro_batch_size: 1")
-    eol = draw(st.sampled_from(["\n", "\r\n"]))
-    text = eol.join(lines) + eol
+    if draw(st.booleans()):  # wrapped, as some Bridge dumps are
+        lines = [lines[0], "ConfigContainer:", *(f"  {line}" if line else "" for line in lines[1:])]
+    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    text = eol.join(lines) + (eol if draw(st.booleans()) else "")
     return text, yaml.safe_load(text)
 
 
 def expected_after_fix(data: dict[str, Any]) -> dict[str, Any]:
     want = copy.deepcopy(data)
+    if "ConfigContainer" in want:
+        want["ConfigContainer"] = expected_after_fix(want["ConfigContainer"])
+        return want
     model = want["model"]
     alias = {"up_proj": "mla_up_proj", "norm": "layernorm"}
     model["recompute_modules"] = [alias.get(m, m) for m in model["recompute_modules"]]
@@ -107,13 +120,26 @@ def test_generated_fixes_touch_only_their_values(case: tuple[str, dict[str, Any]
     assert fix_text(CATALOGUE, fixed) == fixed
     if "\r\n" in text:
         assert fixed.count("\r\n") == fixed.count("\n")
-    original_lines = text.splitlines()
-    changed = [line for line in fixed.splitlines() if line not in original_lines]
-    for line in changed:
-        assert any(
-            key in line
-            for key in ("recompute_modules", "sequence_parallel", "use_te_rng_tracker", "- ")
-        )
+    elif "\r" in text:
+        assert "\n" not in fixed
+    assert fixed.endswith(("\r", "\n")) == text.endswith(("\r", "\n"))
+    # Only the intended lines changed (difflib over lines): every hunk holds a fixed key.
+    assert_only_lines_with(
+        text, fixed, ("recompute_modules", "sequence_parallel", "use_te_rng_tracker", "- ")
+    )
+
+
+def assert_only_lines_with(before: str, after: str, keys: tuple[str, ...]) -> None:
+    """Every line difflib sees removed, replaced or added mentions one of ``keys``."""
+    import difflib
+
+    old, new = before.splitlines(), after.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
+        if tag != "equal":
+            for line in old[i1:i2] + new[j1:j2]:
+                assert any(key in line for key in keys), (tag, line)
 
 
 # ---- the real corpus ---------------------------------------------------------------------------
@@ -189,3 +215,96 @@ def test_clean_file_is_not_rewritten(tmp_path: Path, capsys: pytest.CaptureFixtu
     main([str(path), "--fix"])
     capsys.readouterr()
     assert path.stat().st_mtime_ns == before
+
+
+# ---- corpus files in other shapes: wrapped, CR, CRLF, no final newline, nested last block ----
+
+#: Corpus files with fixes: replacements (MOE024, SEQ003), a ``{_target_: ...}`` node rewritten
+#: as a scalar (MOE028) and insertions (CG006 in the broken example).
+FIXABLE = [
+    CORPUS / "bridge-full-dumps" / "gpt_oss_20b_pretrain_8gpu_b300_fp8mx_config.yaml",
+    CORPUS
+    / "bridge-full-dumps"
+    / "qwen3_30b_a3b_pretrain_16gpu_gb200_fp8mx_partial_cg_dev_config.yaml",
+    CORPUS / "bridge-full-dumps" / "qwen3_30b_a3b_pretrain_8gpu_h100_bf16_config.yaml",
+    REPO / "examples" / "dsv3_128k_h100_broken.yaml",
+]
+
+#: A harmless nested block (the dumps' form of the default activation function).
+NESTED = ["activation_func:", "  _call_: false", "  _target_: torch.nn.functional.silu"]
+
+
+def _nest_last(text: str) -> str:
+    """Move the ``model`` section's end to a nested block: insert NESTED as its last key
+    (found here by indentation alone, independently of moe_lint.locate)."""
+    lines = text.split("\n")
+    start = lines.index("model:")
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith((" ", "#"))):
+        end += 1
+    while lines[end - 1].strip() == "" or lines[end - 1].startswith("#"):
+        end -= 1
+    if any(line.startswith("  activation_func:") for line in lines[start:end]):
+        return text
+    return "\n".join(lines[:end] + [f"  {line}" for line in NESTED] + lines[end:])
+
+
+def _variant(text: str, shape: str) -> str:
+    if shape == "nested-last":
+        return _nest_last(text)
+    if shape == "wrapped":
+        return "ConfigContainer:\n" + "".join(
+            f"  {line}" if line.strip() else line for line in text.splitlines(True)
+        )
+    if shape == "no-final-newline":
+        return text.rstrip("\n")
+    return text.replace("\n", {"crlf": "\r\n", "cr": "\r"}[shape])
+
+
+SHAPES = ["nested-last", "wrapped", "no-final-newline", "crlf", "cr"]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # shrinking these costs minutes
+)
+@given(
+    st.sampled_from(FIXABLE),
+    st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3, unique=True).filter(
+        lambda shapes: not {"crlf", "cr"} <= set(shapes)  # one line-ending style per file
+    ),
+)
+def test_corpus_variants_change_only_fixed_paths(path: Path, shapes: list[str]) -> None:
+    """The fixed file re-parses to the same data except at the fixed paths, only lines that
+    hold a fixed key change, and the file's line endings and final newline stay."""
+    text = path.read_text(encoding="utf-8")
+    for shape in sorted(shapes, key=SHAPES.index):  # nest before wrapping, endings last
+        text = _variant(text, shape)
+    first = run_lint(CATALOGUE, text)
+    assert first.error is None and first.notice is None, first.error
+    sets = set()
+    for f in first.findings:
+        fix = CATALOGUE.by_code[f.code].fix
+        if f.edits and fix is not None:
+            sets |= {dotted.split("[")[0] for dotted, _ in fix.sets} | {f.path.split("[")[0]}
+    assert sets, "no fixable finding: the variant lost what it should exercise"
+    fixed = fix_text(CATALOGUE, text)
+    assert fixed != text
+    assert fix_text(CATALOGUE, fixed) == fixed
+    assert comments(fixed) == comments(text)
+    changed = _diff_paths(yaml.safe_load(text), yaml.safe_load(fixed))
+    root = "ConfigContainer." if "wrapped" in shapes else ""
+    for dotted in changed:
+        dotted = dotted.removeprefix(root).split("[")[0]
+        assert any(dotted.startswith(p) or p.startswith(dotted + ".") for p in sets), dotted
+    # A section added whole brings its own key line (``dataset:``).
+    keys = (*{p.split(".")[-1] for p in sets}, *{p.split(".")[0] for p in sets})
+    keys = (*keys, "- ", "_target_", "_call_")
+    assert_only_lines_with(text, fixed, keys)
+    if "cr" in shapes:
+        assert "\n" not in fixed
+    if "crlf" in shapes:
+        assert fixed.count("\r\n") == fixed.count("\n")
+    assert fixed.endswith(("\r", "\n")) == text.endswith(("\r", "\n"))

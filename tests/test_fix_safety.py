@@ -294,3 +294,82 @@ def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
         if first.error is None and first.notice is None:
             fixed += _check_never_worse(text, lint, first.findings, path.name) > 0
     assert fixed > 20
+
+
+# ---- issue 10: a fix must do what it says, where it says --------------------------------------
+
+
+def test_fix_that_leaves_its_finding_is_refused() -> None:
+    """An edit that lands somewhere else (the finding still fires) is not applied; before,
+    the loop re-applied it on every pass (ten insertions in the wrong section)."""
+    from moe_lint.findings import Edit
+
+    text = "model:\n  a: 1\ntrain:\n  b: 1\n"
+
+    def finding() -> Finding:
+        f = Finding("X001", "x", "error", "m", "model.c", "f", 1, 1, 1, 1)
+        f.applicability, f.edits = "safe", [Edit(len(text), len(text), "  c: 1\n", 5, 1, 5, 1)]
+        return f
+
+    relints = 0
+
+    def lint(new: str) -> list[Finding]:
+        nonlocal relints
+        relints += 1
+        return (
+            []
+            if "model" in yaml.safe_load(new) and "c" in yaml.safe_load(new)["model"]
+            else [finding()]
+        )
+
+    outcome = run_fixes(text, lint, False, [finding()])
+    assert outcome.text == text and outcome.applied == [] and relints == 1
+    assert (
+        outcome.refused[0].reason
+        == "it would not resolve the finding (X001 still fires at model.c)"
+    )
+
+
+def test_fix_that_repeats_a_key_is_refused_whatever_is_selected(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even with SCH003 (duplicate keys) not selected, a fixed text that repeats a key is
+    not written: Bridge's loader rejects it (the next run would exit 2)."""
+    import moe_lint.engine
+    from moe_lint.findings import Edit
+
+    path = tmp_path / "cfg.yaml"
+    text = "model:\n  num_layers: 7\ntrain:\n  micro_batch_size: 1\n"
+    path.write_text(text)
+    at = text.index("train:")
+
+    def repeating(doc: Any, physical: Any, value: Any) -> Edit:  # the key again, below
+        return Edit(at, at, f"  num_layers: {value}\n", 3, 1, 3, 1)
+
+    monkeypatch.setattr(moe_lint.engine, "set_value_edit", repeating)
+    code, _, err = run_main(capsys, str(path), "--rules", str(PACK), "--select", "TSA002", "--fix")
+    assert code == 0  # nothing written; TSA002 is a warning
+    assert path.read_text() == text
+    assert "TSA002 fix not applied: the fixed file would not load: line 3: key " in err
+    assert "'model.num_layers' would appear more than once" in err
+
+
+def test_real_rule_fix_through_an_alias_is_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """CG006 would set model.use_te_rng_tracker, written as an alias of another field's
+    anchor: editing it would change that field too. Refused, with the reason, untouched."""
+    path = tmp_path / "cfg.yaml"
+    text = (
+        "model:\n  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [attn]\n"
+        "  gradient_accumulation_fusion: &off false\n  use_te_rng_tracker: *off\n"
+    )
+    path.write_text(text)
+    code, out, err = run_main(capsys, str(path), "--fix", "--select", "CG006")
+    assert path.read_text() == text and code == 1
+    assert err.splitlines() == [
+        f"{path}:5: CG006 fix not applied: model.use_te_rng_tracker is an alias (*off): "
+        "editing it would change every use of its anchor",
+        "No fixes applied (1 left).",
+    ]
+    assert "[fix: --fix]" not in out

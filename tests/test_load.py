@@ -45,8 +45,9 @@ def test_insert_missing_key_under_block_parent() -> None:
         apply_edits(text, [edit])
         == "model:\n  a: 1   # c\n  b:\n    - x\n  sequence_parallel: true\ntrain: {}\n"
     )
-    # inside a flow mapping there is no faithful text edit
-    assert set_value_edit(doc, ("train", "x"), 1) is None
+    # inside a flow mapping the entry goes before the closing brace
+    edit = set_value_edit(doc, ("train", "x"), 1)
+    assert apply_edits(text, [edit]).endswith("train: {x: 1}\n")
     # a missing section is appended
     edit = set_value_edit(doc, ("dataset", "seq_length"), 4096)
     assert apply_edits(text, [edit]).endswith("train: {}\ndataset:\n  seq_length: 4096\n")

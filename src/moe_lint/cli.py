@@ -489,13 +489,18 @@ def _fix_file(
     """Run the fix loop on one file: write it (--fix) or print its diff (--diff).
 
     Returns the result (with the fixed file's findings) and the loop's FixOutcome. The file's
-    own findings seed the loop, so a file with nothing to fix is never re-linted.
+    own findings seed the loop, so a file with nothing to fix is never re-linted. A fixed
+    text that repeats a key is refused whatever rules are selected (Bridge's loader rejects
+    it). When the file cannot be written safely (read-only, vanished, changed meanwhile:
+    fix.write_atomic), nothing is written, the result gets that one-line error (exit 2) and
+    the outcome says no fix was applied.
     """
-    from moe_lint.fix import run_fixes, unified_diff, write_atomic
+    from moe_lint.fix import Refusal, WriteRefused, run_fixes, unified_diff, write_atomic
     from moe_lint.lint import lint_text
 
     doc = result.doc
     linted: dict[str, Any] = {}
+    repeated = len(doc.duplicates)
 
     def relint(text: str) -> list[Finding]:
         again = lint_text(text, catalogue, settings, overrides, cli_cluster, path=doc.path)
@@ -503,10 +508,22 @@ def _fix_file(
             raise InputError(again.error)
         if again.notice is not None:
             raise InputError(f"it would no longer be a Bridge config ({again.notice})")
+        if again.doc is not None and len(again.doc.duplicates) > repeated:
+            from moe_lint.load import format_path
+
+            path, span = again.doc.duplicates[-1]
+            raise InputError(
+                f"line {span.value_start.line}: key '{format_path(path)}' would appear more "
+                "than once in the same mapping"
+            )
         linted[text] = again
         return again.findings
 
     outcome = run_fixes(doc.text, relint, ns.unsafe_fixes, result.findings)
+    final = linted[outcome.text].doc if outcome.text in linted else doc
+    outcome.refused += [
+        Refusal(f, why) for f, why in _unfixable(final, outcome, catalogue, ns.unsafe_fixes)
+    ]
     # A refused fix is not applicable to this file: report it as advice, not as `[fix: --fix]`.
     refused = {(r.finding.code, r.finding.path) for r in outcome.refused}
     for finding in outcome.remaining:
@@ -517,10 +534,56 @@ def _fix_file(
     if ns.diff:
         sys.stdout.write(unified_diff(doc.path, doc.text, outcome.text))
         return result, outcome
-    write_atomic(doc.path, outcome.text, doc.had_bom)
+    read = (b"\xef\xbb\xbf" if doc.had_bom else b"") + doc.text.encode("utf-8")
+    try:
+        write_atomic(doc.path, outcome.text, doc.had_bom, expected=read)
+    except WriteRefused as exc:
+        result.error = str(exc)
+        outcome.text, outcome.applied, outcome.refused = doc.text, [], []
+        return result, outcome
     result.doc = linted[outcome.text].doc
     result.findings = outcome.remaining
     return result, outcome
+
+
+def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tuple[Finding, str]]:
+    """Fixes left without an edit because it would go through an alias, an anchor or a merge
+    key (``doc.fix_refusals``, recorded by moe_lint.locate), each with the finding it belongs
+    to: the remaining finding of a fixable rule, with no edits, at the refused path's nearest
+    ancestor (``model`` for a fix that sets ``model.x``)."""
+    if not doc.fix_refusals:
+        return []
+    from moe_lint.load import format_path
+    from moe_lint.normalize import NotBridgeConfig, detect_root
+
+    try:
+        root, _ = detect_root(doc.data)
+    except NotBridgeConfig:
+        root = ()
+    allowed = {"safe", "unsafe"} if unsafe else {"safe"}
+    done = {(r.finding.code, r.finding.path) for r in outcome.refused}
+    candidates = []
+    for f in outcome.remaining:
+        rule = catalogue.by_code.get(f.code)
+        if f.edits or rule is None or rule.fix is None or (f.code, f.path) in done:
+            continue
+        if rule.fix.applicability in allowed:
+            candidates.append(f)
+    out: list[tuple[Finding, str]] = []
+    for path, why in doc.fix_refusals.items():
+        if path[: len(root)] != root:
+            continue
+        dotted = format_path(path[len(root) :])
+
+        def depth(f: Finding, dotted: str = dotted) -> int:
+            hit = f.path == dotted or dotted.startswith((f.path + ".", f.path + "["))
+            return len(f.path) if hit else -1
+
+        best = max((depth(f) for f in candidates), default=-1)
+        for f in candidates:
+            if best >= 0 and depth(f) == best and all(f is not g for g, _ in out):
+                out.append((f, why))
+    return out
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:

@@ -2,8 +2,10 @@
 
 Edits come from parser marks (character indices into the decoded text), are applied in reverse
 order, and overlapping edits are dropped for this pass (the fix loop re-lints and tries again).
-A fix is applied only if re-linting the fixed text adds no error or warning (see run_fixes).
-Writes are atomic: a temporary file in the same folder, then ``os.replace``, keeping the mode.
+A fix is applied only if re-linting the fixed text adds no error or warning and its finding is
+gone (see run_fixes). Writes are atomic: a temporary file beside the file (a symlink's target),
+then ``os.replace``, keeping mode and owner; a file that cannot be written safely is refused
+with one line (see write_atomic).
 """
 
 from __future__ import annotations
@@ -109,9 +111,17 @@ def _why(added: list[Finding]) -> str:
 
 
 def _try(
-    text: str, lint: Callable[[str], list[Finding]], before: list[Finding]
+    text: str,
+    lint: Callable[[str], list[Finding]],
+    before: list[Finding],
+    fixes: list[Finding],
 ) -> tuple[list[Finding] | None, str]:
-    """Re-lint a candidate text: (its findings, "") or (None, why it must not be written)."""
+    """Re-lint a candidate text: (its findings, "") or (None, why it must not be written).
+
+    Besides adding no error or warning, each of ``fixes`` must resolve its own finding: a
+    fix whose finding still fires did not do what it says (an edit that landed somewhere
+    else), and applying it again on the next pass would repeat it.
+    """
     try:
         after = lint(text)
     except InputError as exc:
@@ -119,6 +129,10 @@ def _try(
     added = added_problems(before, after)
     if added:
         return None, _why(added)
+    still = {_fix_key(f) for f in after} & {_fix_key(f) for f in fixes}
+    if still:
+        code, path = min(still)
+        return None, f"it would not resolve the finding ({code} still fires at {path})"
     return after, ""
 
 
@@ -162,14 +176,13 @@ def run_fixes(
         new_text = apply_edits(outcome.text, edits)
         if new_text == outcome.text:
             break
-        after, why = _try(new_text, lint, outcome.remaining)
-        if after is not None:
-            chosen = set(_choose(edits))
-            applied = [f for f in candidates if chosen.issuperset(f.edits)]
-        elif len(candidates) == 1:  # the batch was this one fix: no need to try it again
-            refused[_fix_key(candidates[0])] = Refusal(candidates[0], why)
-            break
-        else:
+        chosen = set(_choose(edits))
+        applied = [f for f in candidates if chosen.issuperset(f.edits)]
+        after, why = _try(new_text, lint, outcome.remaining, applied)
+        if after is None:
+            if len(candidates) == 1:  # the batch was this one fix: no need to try it again
+                refused[_fix_key(candidates[0])] = Refusal(candidates[0], why)
+                break
             new_text, after, applied = _one_by_one(outcome, candidates, lint, refused, judged)
             if not applied:
                 break
@@ -206,7 +219,7 @@ def _one_by_one(
         trial = apply_edits(base, edits)
         if trial == text:
             continue
-        found, why = _try(trial, lint, before)
+        found, why = _try(trial, lint, before, [finding])
         if found is None:
             refused[_fix_key(finding)] = Refusal(finding, why)
             judged[_fix_key(finding)] = text
@@ -237,22 +250,78 @@ def unified_diff(path: str, before: str, after: str) -> str:
     )
 
 
-def write_atomic(path: str, text: str, had_bom: bool) -> None:
-    """Replace ``path`` with ``text`` atomically, keeping its permission bits."""
+class WriteRefused(InputError):
+    """The fixed text was not written: one line saying why; the file is as it was."""
+
+
+_VANISHED = "the file vanished before the fix was written; the fix was not written"
+
+
+def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = None) -> None:
+    """Replace the file at ``path`` with ``text`` atomically, or raise :class:`WriteRefused`.
+
+    A symlink is followed: its target is replaced (temporary file beside the target, then
+    ``os.replace``), keeping the target's permission bits and owner, so the link stays a link.
+    Refused, with the file untouched: a file whose mode has no write bit (checked on the mode
+    itself, since root may write anything), a folder without one (the temporary file could
+    not be created), a file that vanished or, given ``expected`` (the bytes that were linted),
+    changed since it was read. No temporary file is left behind.
+    """
+    import stat
     import tempfile
 
     data = (b"\xef\xbb\xbf" if had_bom else b"") + text.encode("utf-8")
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=".moe-lint-", suffix=".tmp", dir=folder)
+    target = os.path.realpath(path)
     try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        raise WriteRefused(_VANISHED) from None
+    except OSError as exc:
+        raise WriteRefused(f"cannot write the fix: {exc.strerror or exc}; not written") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteRefused("not a regular file; the fix was not written")
+    mode = stat.S_IMODE(info.st_mode)
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise WriteRefused(f"the file is read-only (mode {mode:04o}); the fix was not written")
+    folder = os.path.dirname(target)
+    folder_mode = stat.S_IMODE(os.stat(folder).st_mode)
+    if not folder_mode & 0o222 or not os.access(folder, os.W_OK | os.X_OK):
+        raise WriteRefused(
+            f"its folder {folder} is read-only (mode {folder_mode:04o}), so the file cannot be "
+            "replaced; the fix was not written"
+        )
+    if expected is not None:
+        try:
+            with open(target, "rb") as handle:
+                current = handle.read(len(expected) + 1)
+        except FileNotFoundError:
+            raise WriteRefused(_VANISHED) from None
+        except OSError as exc:
+            raise WriteRefused(f"cannot re-read the file: {exc.strerror or exc}") from None
+        if current != expected:
+            raise WriteRefused("the file changed while it was being fixed; the fix was not written")
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".moe-lint-", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(OSError):
+                os.chown(tmp, info.st_uid, info.st_gid)
+        if not os.path.exists(target):
+            raise FileNotFoundError(target)
+        os.replace(tmp, target)
+        tmp = None
+    except FileNotFoundError:
+        raise WriteRefused(_VANISHED) from None
+    except OSError as exc:
+        raise WriteRefused(
+            f"cannot write the fix: {exc.strerror or exc}; the file was not changed"
+        ) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -93,6 +93,11 @@ class Document:
     #: Why this YAML is not a Bridge config (empty, several documents, a top-level list...):
     #: linting skips it with this notice (normalize raises NotBridgeConfig with it).
     skip: str | None = None
+    #: Config path -> why a fix there has no faithful text edit (an alias, an anchor, a
+    #: merge key), recorded by moe_lint.locate for --fix to report.
+    fix_refusals: dict[ConfigPath, str] = field(default_factory=dict)
+    #: Paths whose key only a merge key (``<<``) brought in: written in the merged mapping.
+    merged: set[ConfigPath] = field(default_factory=set)
 
     @property
     def lines(self) -> list[str]:
@@ -200,6 +205,7 @@ class _Builder:
     def __init__(self) -> None:
         self.spans: SpanMap = SpanMap()
         self.duplicates: list[tuple[ConfigPath, Span]] = []
+        self.merged: set[ConfigPath] = set()
         self.visited = 0
         self.constructor = yaml.constructor.SafeConstructor()
 
@@ -267,14 +273,17 @@ class _Builder:
     def _mapping(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}
+        written: dict[ConfigPath, tuple[Any, Any]] = {}  # for a merge after them
         for key_node, value_node in node.value:
             self._tick(key_node)
             if key_node.tag == _MERGE_TAG:
                 sources = (
                     value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 )
-                for source in sources:
-                    value = self.build(source, path, depth + 1, active)
+                # Built last to first, so the spans left are those of the first source that
+                # has a key, as its value is (the earlier source wins).
+                values = [self.build(s, path, depth + 1, active) for s in reversed(sources)]
+                for source, value in zip(sources, reversed(values), strict=True):
                     if not isinstance(value, dict):
                         raise InputError(
                             f"line {source.start_mark.line + 1}: merge key '<<' needs a mapping"
@@ -294,7 +303,16 @@ class _Builder:
             if skey in out:
                 self.duplicates.append((child, _span(key_node, value_node)))
             self._record(child, key_node, value_node)
+            written[child] = (key_node, value_node)
             out[skey] = self.build(value_node, child, depth + 1, active)
+        if merged:
+            # A key written in this mapping wins over a merged one, and so does its span; a
+            # key only a merge brought in is written elsewhere (moe_lint.locate edits neither).
+            for child, nodes in written.items():
+                self._record(child, *nodes)
+            for k in merged:
+                if k not in out:
+                    self.merged.add((*path, k))
         for k, v in merged.items():
             out.setdefault(k, v)
         return out
@@ -532,6 +550,7 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
         spans=builder.spans,
         had_bom=had_bom,
         duplicates=builder.duplicates,
+        merged=builder.merged,
     )
 
 
