@@ -243,8 +243,10 @@ def check_case(
             return f"input error not one line: {first.error[:200]!r}"
         return None
     records = [f.to_json() for f in first.findings]
-    if expect is not None and first.notice is None and not any(
-        r["code"] == "SCH002" and r["path"] == expect for r in records
+    if (
+        expect is not None
+        and first.notice is None
+        and not any(r["code"] == "SCH002" and r["path"] == expect for r in records)
     ):
         return f"silent: a non-integer in {expect} got no SCH002"
     errors = list(validator.iter_errors(records))
