@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 SEVERITIES = ("info", "warning", "error")
@@ -27,8 +28,12 @@ def split_sources(source: str) -> list[str]:
     return [part for part in parts if part]
 
 
+@lru_cache(maxsize=1024)
 def primary_source(source: str) -> str:
-    """The first of several ';'-separated sources (an error rule's primary raise site)."""
+    """The first of several ';'-separated sources (an error rule's primary raise site).
+
+    Cached: every finding's message names it, and a rule has one source (20,000 findings of
+    one rule scanned the same 200 characters 20,000 times)."""
     parts = split_sources(source)
     return parts[0] if parts else source.strip()
 
