@@ -534,12 +534,16 @@ class _Names:
         return node.id in FUNCTIONS
 
     def _children(self, node: ast.AST, children: list[ast.AST], scope: dict[str, bool]) -> bool:
-        flags = [self.check(child, scope) for child in children]
+        return self._pure(children, [self.check(child, scope) for child in children])
+
+    def _pure(self, parts: list[ast.AST], flags: list[bool]) -> bool:
+        """Whether every part reads no config; if not, the parts that do not are constants
+        to evaluate (under the budget) when the pack loads."""
         if all(flags):
             return True
-        for child, pure in zip(children, flags, strict=True):
-            if pure and isinstance(child, ast.expr):
-                self._constant(child)
+        for part, pure in zip(parts, flags, strict=True):
+            if pure and isinstance(part, ast.expr):
+                self._constant(part)
         return False
 
     def _constant(self, node: ast.expr) -> None:
@@ -565,12 +569,7 @@ class _Names:
             if hasattr(node, name):
                 parts.append(getattr(node, name))
                 flags.append(self.check(parts[-1], inner))
-        if all(flags):
-            return True
-        for part, pure in zip(parts, flags, strict=True):
-            if pure and isinstance(part, ast.expr):
-                self._constant(part)
-        return False
+        return self._pure(parts, flags)
 
     def _targets(self, target: ast.AST, scope: dict[str, bool]) -> list[str]:
         names: list[str] = []
