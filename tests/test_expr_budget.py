@@ -199,3 +199,25 @@ def test_over_budget_in_a_worker_is_the_same_one_line(tmp_path: Path) -> None:
     assert code == 2 and len(lines) == 1, err
     assert "rule XTR001 (hostile-rule, pack pack): a repetition" in lines[0]
     assert rss < MAX_RSS_MB
+
+
+def test_shipped_rule_over_budget_refuses_the_file_not_the_run(tmp_path: Path) -> None:
+    """moe-lint's own rules only pass the budget on a huge config value (found by bench/fuzz.py:
+    OPT002 joins the optimizer name into its message): that file is an input error naming the
+    rule, and the other files are still linted."""
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(
+        "optimizer:\n  use_precision_aware_optimizer: true\n  optimizer: " + "x" * 100_000 + "\n"
+    )
+    shutil.copy(EXAMPLE, tmp_path / "good.yaml")
+    code, out, err, seconds, rss = run_cli(
+        [str(huge), "good.yaml", "--format", "concise"], tmp_path
+    )
+    assert code == 2, (out, err)
+    assert err.splitlines() == [
+        f"{huge}: error: a config value is too large for rule OPT002 "
+        "(precision-aware-optimizer-prerequisites) to check: a string would have 100,017 "
+        "characters (limit 100,000)"
+    ]
+    assert "good.yaml:" in out  # the other file's findings are still reported
+    assert seconds < MAX_SECONDS and rss < MAX_RSS_MB

@@ -101,6 +101,8 @@ class Catalogue:
     by_code: dict[str, Rule]
     by_name: dict[str, Rule]
     checks: dict[str, PythonCheck]
+    #: Codes of the rules moe-lint ships (trusted), as opposed to plugin and repository packs.
+    shipped: frozenset[str] = frozenset()
 
     def resolve(self, selector: str) -> list[Rule]:
         """Rules matched by a code, a name, a code prefix (``PAR``) or ``ALL``."""
@@ -535,11 +537,15 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
                 checks[str(check_name)] = check
             pack_paths.extend(Path(p) for p in provided.get("packs") or ())
     pack_paths.extend(Path(p) for p in extra_packs)
-    if shipped is not None:
-        rules = compile_packs(pack_paths, checks, shipped.rules())
-    else:
-        rules = compile_packs(builtin_paths + pack_paths, checks)
-    return Catalogue(rules, {r.code: r for r in rules}, {r.name: r for r in rules}, checks)
+    builtin = list(shipped.rules()) if shipped is not None else compile_packs(builtin_paths, checks)
+    rules = compile_packs(pack_paths, checks, builtin) if pack_paths else builtin
+    return Catalogue(
+        rules,
+        {r.code: r for r in rules},
+        {r.name: r for r in rules},
+        checks,
+        frozenset(r.code for r in builtin),
+    )
 
 
 def compile_packs(

@@ -9,7 +9,7 @@ from typing import Any
 
 from moe_lint.catalogue import Catalogue, Rule
 from moe_lint.derive import Facts
-from moe_lint.errors import NotDerivable, RulePackError
+from moe_lint.errors import InputError, NotDerivable, RulePackError
 from moe_lint.expr import _LEFT as _BUDGET
 from moe_lint.expr import (
     FUNCTIONS,
@@ -285,6 +285,13 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
     except NotDerivable:
         return []
     except BudgetExceeded as exc:
+        if rule.code in catalogue.shipped:
+            # moe-lint's own rules stay far inside the budget on any real config (~10,000
+            # steps of 1,000,000): only a huge value (a long string or list, shared through
+            # aliases) takes one past it, so the file is refused, not the rule.
+            raise InputError(
+                f"a config value is too large for rule {rule.code} ({rule.name}) to check: {exc}"
+            ) from None
         # A rule that asks for too much is a broken (or hostile) pack: stop with one line
         # naming it, rather than skip it as if it did not apply.
         where = f"{ctx.config.doc.path}: " if ctx.config.doc is not None else ""
