@@ -138,6 +138,25 @@ def _check_format(fmt: str, out: str, names: list[str]) -> None:
         assert all(line.startswith(("::warning ", "::notice ")) for line in out.splitlines())
 
 
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_estimate_with_hostile_names(repo: Path, fmt: str) -> None:
+    """``estimate`` echoes file names too: a non-UTF-8 or workflow-command name is shown inert
+    (its JSON went through a plain json.dumps and ended in exit 3)."""
+    names = _names(repo)
+    example = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
+    for name in names:
+        (repo / name).write_text(example, encoding="utf-8")
+    code, out, err, seconds, rss = run_cli(
+        ["estimate", *names, "--format", fmt, "--color", "never", "--gpus", "256", "--gpu", "h100"],
+        repo,
+    )
+    assert code in (0, 1), (code, err)
+    assert seconds < MAX_SECONDS and rss < MAX_RSS_MB, (seconds, rss)
+    _assert_clean(fmt, out, err)
+    if fmt == "json":
+        assert len(json.loads(out)) == len(names)
+
+
 @pytest.mark.parametrize("fmt", [*FORMATS, "text-color"])
 def test_hostile_keys_and_names(repo: Path, fmt: str) -> None:
     names = _names(repo)

@@ -3,7 +3,6 @@ worst stage against the GPU's usable memory, the levers and the assumptions; or 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from moe_lint.report import Segment
@@ -49,7 +48,10 @@ def to_json(path: str, est: Any, levers: list[Any], gpu: str | None) -> dict[str
 
 
 def dumps(payload: list[dict[str, Any]]) -> str:
-    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    """The estimate's JSON through the one JSON escaping layer (any file name, inert bytes)."""
+    from moe_lint import escape
+
+    return escape.dumps(payload, indent=2) + "\n"
 
 
 def _bar(gib: float, scale: float) -> str:
