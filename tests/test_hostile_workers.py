@@ -68,3 +68,61 @@ def test_serial_path_memory_does_not_grow_per_document(tmp_path: Path, mode: lis
     assert "internal error" not in err
     assert out if mode[0] == "--format" else "would be changed" in err
     assert rss < 150, f"peak RSS {rss:.0f} MB"
+
+
+@pytest.mark.parametrize("mode", [[], ["--fix"], ["--diff"]])
+def test_per_file_limit_without_workers(tmp_path: Path, mode: list[str]) -> None:
+    """In one process (few files, --fix, --diff) MOE_LINT_FILE_TIMEOUT is a timer around each
+    file: a file past it is one line naming it, exit 2, and nothing is written for it."""
+    path = tmp_path / "cfg.yaml"
+    shutil.copy(REPO / "examples" / "dsv3_128k_h100_broken.yaml", path)
+    before = path.read_bytes()
+    code, out, err, seconds, rss = run_cli(
+        [str(path), *mode], tmp_path, env_extra={"MOE_LINT_FILE_TIMEOUT": "0.000001"}
+    )
+    assert code == 2, (code, out, err)
+    assert err.splitlines() == [
+        f"{path}: error: linting it took longer than 1e-06 s, the per-file limit "
+        "(MOE_LINT_FILE_TIMEOUT); not linted"
+    ]
+    assert path.read_bytes() == before
+    assert seconds < MAX_SECONDS and rss < MAX_RSS_MB
+
+
+def test_per_file_limit_is_generous_by_default(tmp_path: Path) -> None:
+    """The default limit (30 s) never cuts a real file: the example is linted and fixed."""
+    path = tmp_path / "cfg.yaml"
+    shutil.copy(REPO / "examples" / "dsv3_128k_h100_broken.yaml", path)
+    code, _, err, seconds, rss = run_cli([str(path), "--fix"], tmp_path)
+    assert code in (0, 1) and "per-file limit" not in err, (code, err)
+    assert path.read_bytes() != (REPO / "examples" / "dsv3_128k_h100_broken.yaml").read_bytes()
+    assert seconds < MAX_SECONDS and rss < MAX_RSS_MB
+
+
+def test_per_file_limit_covers_the_fix_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fix loop that runs past the limit (here: a patched loop that stalls) leaves the file
+    untouched and is that file's one-line error."""
+    import time
+
+    from moe_lint import fix
+    from moe_lint.cli import main
+
+    def stalled(*args: object, **kwargs: object) -> None:
+        time.sleep(5)
+
+    path = tmp_path / "cfg.yaml"
+    shutil.copy(REPO / "examples" / "dsv3_128k_h100_broken.yaml", path)
+    before = path.read_bytes()
+    monkeypatch.setenv("MOE_LINT_FILE_TIMEOUT", "1")
+    monkeypatch.setattr(fix, "run_fixes", stalled)
+    started = time.monotonic()
+    assert main([str(path), "--fix"]) == 2
+    assert time.monotonic() - started < 4
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"{path}: error: linting it took longer than 1 s, the per-file limit "
+        "(MOE_LINT_FILE_TIMEOUT); not linted"
+    ]
+    assert path.read_bytes() == before

@@ -258,7 +258,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
 
         rulecache.disable()
     from moe_lint.catalogue import load_catalogue
-    from moe_lint.lint import FileResult, lint_path
+    from moe_lint.lint import FileResult
 
     files, overrides = _split_args(ns)
     settings, fmt_setting = _settings_for(ns)
@@ -294,11 +294,11 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     if ns.fix or ns.diff:
         # One file at a time: lint, fix, keep only what the report needs (lint.slim).
         from moe_lint.lint import slim
-        from moe_lint.parallel import workers_for
+        from moe_lint.parallel import lint_one, workers_for
 
         workers_for(1)  # MOE_LINT_JOBS / MOE_LINT_FILE_TIMEOUT are checked on every path
         for path in files:
-            result = _as_input_error(lint_path(path, catalogue, settings, overrides, cli_cluster))
+            result = lint_one(path, catalogue, settings, overrides, cli_cluster, _as_input_error)
             if result.doc is not None and result.error is None:
                 before = result.doc.text
                 result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
@@ -495,7 +495,14 @@ def _fix_file(
     fix.write_atomic), nothing is written, the result gets that one-line error (exit 2) and
     the outcome says no fix was applied.
     """
-    from moe_lint.fix import Refusal, WriteRefused, run_fixes, unified_diff, write_atomic
+    from moe_lint.fix import (
+        FixOutcome,
+        Refusal,
+        WriteRefused,
+        run_fixes,
+        unified_diff,
+        write_atomic,
+    )
     from moe_lint.lint import lint_text
 
     doc = result.doc
@@ -519,7 +526,15 @@ def _fix_file(
         linted[text] = again
         return again.findings
 
-    outcome = run_fixes(doc.text, relint, ns.unsafe_fixes, result.findings)
+    from moe_lint.parallel import Overtime, file_timeout, overtime_message, time_limit
+
+    limit = file_timeout()
+    try:
+        with time_limit(limit):  # the per-file limit covers the fix loop; nothing is written yet
+            outcome = run_fixes(doc.text, relint, ns.unsafe_fixes, result.findings)
+    except Overtime:
+        result.error, result.findings = overtime_message(limit), []
+        return result, FixOutcome(doc.text, [])
     final = linted[outcome.text].doc if outcome.text in linted else doc
     outcome.refused += [
         Refusal(f, why) for f, why in _unfixable(final, outcome, catalogue, ns.unsafe_fixes)

@@ -11,8 +11,9 @@ extension) is replaced and its file is tried once more in a fresh worker; a file
 workers is reported as that file's error. A file that takes longer than the per-file limit
 (``MOE_LINT_FILE_TIMEOUT`` seconds, default 30) has its worker killed and is reported as that
 file's error. Both are one line naming the file, exit code 2, and the other files' results are
-unaffected. (Without workers, in one process, there is nothing to kill: the limits on input
-sizes and on rule expressions are what bound a file's time there.)
+unaffected. Without workers (one process: few files, ``MOE_LINT_JOBS=1``, ``--fix``,
+``--diff``) the same limit is a ``SIGALRM`` timer around each file's lint (and fix loop), where
+the platform has one: the file gets the same one-line error and nothing is written for it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from moe_lint.errors import RulePackError, UsageError
@@ -216,17 +219,62 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
                 elif time.monotonic() - worker.started >= limit:
                     worker.stop(kill=True)
                     workers[slot] = _Worker(context)
-                    results[index] = FileResult(
-                        path,
-                        error=f"linting it took longer than {limit:g} s, the per-file limit "
-                        "(MOE_LINT_FILE_TIMEOUT); not linted",
-                    )
+                    results[index] = FileResult(path, error=overtime_message(limit))
     finally:
         for worker in workers:
             worker.stop(kill=failure is not None or worker.task is not None)
     if failure is not None:
         raise failure
     return [r for r in results if r is not None]
+
+
+def overtime_message(limit: float) -> str:
+    return (
+        f"linting it took longer than {limit:g} s, the per-file limit (MOE_LINT_FILE_TIMEOUT); "
+        "not linted"
+    )
+
+
+class Overtime(BaseException):
+    """A file ran past the per-file limit in this process (a BaseException, so no ``except
+    Exception`` inside the lint swallows it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`Overtime` in this (main) thread after ``seconds`` of wall time."""
+    import threading
+
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise Overtime
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def lint_one(
+    path: str, catalogue: Any, settings: Any, overrides: Any, cluster: Any, convert: Any
+) -> FileResult:
+    """Lint one file in this process under the per-file limit (the result keeps its doc)."""
+    limit = file_timeout()
+    try:
+        with time_limit(limit):
+            result: FileResult = convert(lint_path(path, catalogue, settings, overrides, cluster))
+            return result
+    except Overtime:
+        return FileResult(path, error=overtime_message(limit))
 
 
 def lint_many(
@@ -239,7 +287,7 @@ def lint_many(
     """
     jobs = workers_for(len(paths))
     if jobs == 1:
-        return [slim(convert(lint_path(p, catalogue, settings, overrides, cluster))) for p in paths]
+        return [slim(lint_one(p, catalogue, settings, overrides, cluster, convert)) for p in paths]
     _STATE.update(catalogue=catalogue, settings=settings, overrides=overrides, cluster=cluster,
                   convert=convert)  # fmt: skip
     try:
