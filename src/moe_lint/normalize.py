@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from moe_lint.errors import InputError
 from moe_lint.fastschema import fast_validate, is_recipe_field, sections
 from moe_lint.load import ConfigPath, Document, format_path
+from moe_lint.mixed_precision import recipe_values
 from moe_lint.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 
 
@@ -46,37 +47,8 @@ _ABSENT = object()
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 
-#: Bridge mixed-precision recipe names -> the precision fields they set (docs/domain/01 §b.8,
-#: ``src/megatron/bridge/training/mixed_precision.py``). Hyphens are accepted as underscores.
-def _precision(
-    base: str, fp8: str | None = None, recipe: str | None = None, fp4: str | None = None
-) -> dict[str, Any]:
-    return {
-        "bf16": base == "bf16",
-        "fp16": base == "fp16",
-        "fp8": fp8,
-        "fp8_recipe": recipe,
-        "fp4": fp4,
-    }
-
-
-MIXED_PRECISION_RECIPES: dict[str, dict[str, Any]] = {
-    "bf16_mixed": _precision("bf16"),
-    "fp16_mixed": _precision("fp16"),
-    "bf16_with_fp8_delayed_scaling_mixed": _precision("bf16", "hybrid", "delayed"),
-    "fp16_with_fp8_delayed_scaling_mixed": _precision("fp16", "hybrid", "delayed"),
-    "bf16_with_mxfp8_mixed": _precision("bf16", "e4m3", "mxfp8"),
-    "fp16_with_mxfp8_mixed": _precision("fp16", "e4m3", "mxfp8"),
-    "bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
-    "nemotron_h_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "tensorwise"),
-    "nanov2_bf16_with_fp8_current_scaling_mixed": _precision("bf16", "hybrid", "blockwise"),
-    "fp16_with_fp8_current_scaling_mixed": _precision("fp16", "hybrid", "tensorwise"),
-    "bf16_with_fp8_subchannel_scaling_mixed": _precision("bf16", "hybrid", "blockwise"),
-    "fp16_with_fp8_subchannel_scaling_mixed": _precision("fp16", "hybrid", "blockwise"),
-    "bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
-    "nemotron_3_super_bf16_with_nvfp4_mixed": _precision("bf16", fp4="e2m1"),
-}
-
+#: The precision fields a mixed_precision recipe or block sets on the model that the rules read
+#: as ``model.<field>`` (the recipes themselves: moe_lint.mixed_precision).
 _PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
 
 
@@ -557,13 +529,13 @@ def _apply_framework_rules(cfg: Config) -> None:
     mp = cfg.raw.get("mixed_precision")
     resolved: dict[str, Any] | None = None
     if isinstance(mp, str):
-        recipe = MIXED_PRECISION_RECIPES.get(mp.replace("-", "_"))
+        recipe = recipe_values(mp)
         if recipe is None:
             cfg.type_problems.append(
                 TypeProblem("mixed_precision", f"unknown mixed_precision recipe {_shown(mp)}", mp)
             )
         else:
-            resolved = recipe
+            resolved = {k: recipe[k] for k in _PRECISION_FIELDS}
     elif isinstance(mp, dict):
         resolved = {
             k: v.get(f"mixed_precision.{k}")
