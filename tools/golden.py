@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -30,19 +29,11 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_report import corpus_files  # the corpus and the cluster each file is linted for
+
 REPO = Path(__file__).resolve().parent.parent
 SNAPSHOT = REPO / "tests" / "data" / "golden" / "snapshot.jsonl"
-
-
-def _corpus_files() -> list[tuple[Path, dict[str, object]]]:
-    spec = importlib.util.spec_from_file_location(
-        "corpus_report", REPO / "tools" / "corpus_report.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    files: list[tuple[Path, dict[str, object]]] = module.corpus_files()
-    return files
 
 
 def _run(args: list[str]) -> tuple[int, str, str]:
@@ -82,7 +73,7 @@ def _inputs(tmp: Path) -> list[dict[str, Any]]:
             records.append(_record(name, args, tmp, "<fixture>/"))
     for path in sorted((REPO / "examples").glob("*.yaml")):
         records.append(_record(f"example {path.name}", [str(path)], REPO))
-    for path, cluster in _corpus_files():
+    for path, cluster in corpus_files():
         args = [str(path)]
         for key, value in cluster.items():
             args += [f"--{key}", str(value)]
