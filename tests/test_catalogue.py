@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO, run_lint
 from moe_lint.catalogue import builtin_rules_dir, load_catalogue, load_pack
@@ -82,6 +84,31 @@ def test_bad_pack_from_cli_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_rules_dir_found() -> None:
     assert (builtin_rules_dir() / "parallel.yaml").is_file()
+
+
+def _prefix(code: str) -> str:
+    return code.rstrip("0123456789")
+
+
+def test_one_code_prefix_per_shipped_pack() -> None:
+    """Packs are families: one prefix each, in its own file, entries sorted by code, and the
+    prefix -> pack table of docs/adding-rules.md is the one on disk."""
+    on_disk: dict[str, str] = {}
+    for path in sorted(builtin_rules_dir().glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert data["pack"] == path.stem, path.name
+        codes = [entry["code"] for entry in data["rules"]]
+        prefixes = {_prefix(code) for code in codes}
+        assert len(prefixes) == 1, (path.name, sorted(prefixes))
+        assert codes == sorted(codes), (path.name, codes)
+        (prefix,) = prefixes
+        assert prefix not in on_disk, (prefix, on_disk.get(prefix), path.stem)
+        on_disk[prefix] = path.stem
+    shipped = {rule.pack for rule in load_catalogue(plugins=False).rules}
+    assert shipped == set(on_disk.values())
+    doc = (REPO / "docs" / "adding-rules.md").read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| `([A-Z]+)` \| `([a-z-]+)` \|", doc, re.MULTILINE))
+    assert table == on_disk
 
 
 def test_every_rule_names_its_source_and_docs() -> None:
