@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
+import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,6 +22,19 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 CORPUS = DATA / "corpus"
 DUMPS = CORPUS / "bridge-full-dumps"
+
+
+def load_tool(name: str) -> ModuleType:
+    """``tools/<name>.py`` as a module (tools are scripts, not a package), loaded once and
+    registered in ``sys.modules`` so its dataclasses and pickling see it."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _verdicts() -> dict[str, dict[str, str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, REPO, run_lint
+from conftest import CORPUS, REPO, load_tool, run_lint
 from moe_lint import bridge_classes
 from moe_lint.catalogue import Catalogue
 from moe_lint.errors import UsageError
@@ -285,13 +285,7 @@ def test_catalogue_is_loaded_only_when_sch001_runs(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------- the generator
-_gen_spec = importlib.util.spec_from_file_location(
-    "gen_bridge_classes", REPO / "tools" / "gen_bridge_classes.py"
-)
-assert _gen_spec and _gen_spec.loader
-gen = importlib.util.module_from_spec(_gen_spec)
-sys.modules["gen_bridge_classes"] = gen
-_gen_spec.loader.exec_module(gen)
+gen = load_tool("gen_bridge_classes")
 
 CORE = {
     "megatron/core/__init__.py": "",

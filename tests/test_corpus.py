@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,14 @@ from conftest import (
     CORPUS,
     DUMPS,
     MEMORY_MODEL_GAPS,
-    REPO,
     ROOT_CAUSES,
     VERDICTS,
     assert_tool_current,
+    load_tool,
 )
 from moe_lint.cli import main
 
-_spec = importlib.util.spec_from_file_location("corpus_report", REPO / "tools" / "corpus_report.py")
-assert _spec and _spec.loader
-corpus_report = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus_report)
+corpus_report = load_tool("corpus_report")
 FILES = corpus_report.corpus_files()
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import DATA, REPO, run_lint, run_main
+from conftest import DATA, REPO, load_tool, run_lint, run_main
 from moe_lint.catalogue import Catalogue, load_catalogue
 from moe_lint.errors import InputError
 from moe_lint.findings import Finding
@@ -260,25 +260,12 @@ def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
     assert fixed > 100  # the property was exercised, not skipped
 
 
-def _corpus_files() -> list[tuple[Path, dict[str, object]]]:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "corpus_report", REPO / "tools" / "corpus_report.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    files: list[tuple[Path, dict[str, object]]] = module.corpus_files()
-    return files
-
-
 def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
     """Every corpus file, with its cluster (tools/corpus_report.py): fixing adds no error."""
     from moe_lint.lint import lint_text
     from moe_lint.settings import Settings
 
-    files = _corpus_files()
+    files = load_tool("corpus_report").corpus_files()
     assert len(files) > 150
     fixed = 0
     for path, cluster in files:

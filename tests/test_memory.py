@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DUMPS, MEMORY_MODEL_GAPS, VERDICTS
+from conftest import DUMPS, MEMORY_MODEL_GAPS, VERDICTS, load_tool
 from moe_lint import memory
 from moe_lint.memory import (
     GIB,
@@ -32,12 +31,7 @@ BALANCED = MemorySettings(routing_imbalance=1.0)
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memory_report", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["memory_report"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("memory_report")
 
 
 def config(model: str = "qwen3-30b-a3b", **values: Any) -> dict[str, Any]:
