@@ -1,4 +1,4 @@
-"""Wheel build hook: compile the shipped rule packs into ``moe_lint/_compiled_rules.py``.
+"""Wheel build hook: compile the shipped rule packs into ``moe_lint/engine/_compiled_rules.py``.
 
 The wheel always carries a module generated from exactly the packs and engine files it ships
 (tools/compile_rules.py), so an installed moe-lint never parses or compiles its own catalogue
@@ -16,7 +16,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-TARGET = "moe_lint/_compiled_rules.py"
+TARGET = "moe_lint/engine/_compiled_rules.py"
 
 
 class CompileRulesHook(BuildHookInterface):  # type: ignore[misc]

@@ -18,7 +18,7 @@ and applies 1-4 mutations:
   add an anchor/alias pair, add a suppression or directive comment, wrap in ``ConfigContainer:``.
 
 Each case goes through ``moe_lint.lint.lint_text`` (and, for one case in ``--fix-every``,
-through ``moe_lint.fix.run_fixes``). A case fails when:
+through ``moe_lint.output.fix.run_fixes``). A case fails when:
 
 - anything but ``UsageError`` naming the file escapes (a crash);
 - an input error is empty or longer than one line;
@@ -125,7 +125,7 @@ NOT_INTS: list[Any] = ["eight", [1, 2, 3], {"a": {"b": 1}}, 1.5, "x" * 100_000]
 
 def int_fields() -> set[tuple[str, str]]:
     """(section, field) of every typed field whose type is exactly ``int`` or ``int | None``."""
-    from moe_lint.schema import SECTIONS
+    from moe_lint.config.schema import SECTIONS
 
     out = set()
     for section, model in SECTIONS.items():
@@ -214,9 +214,9 @@ def check_case(
     raw: bytes, catalogue: Any, validator: Any, fix: bool, expect: str | None = None
 ) -> str | None:
     """The failure of one case (the file's bytes, decoded as ``load_file`` does), or None."""
+    from moe_lint.config.load import decode
     from moe_lint.errors import InputError, UsageError
     from moe_lint.lint import FileResult, lint_text
-    from moe_lint.load import decode
 
     try:
         text, _ = decode(raw, "fuzz.yaml")
@@ -256,7 +256,7 @@ def check_case(
     if not isinstance(second, FileResult) or [f.to_json() for f in second.findings] != records:
         return "nondeterministic findings"
     if fix and first.findings:
-        from moe_lint.fix import run_fixes
+        from moe_lint.output.fix import run_fixes
 
         def relint(candidate: str) -> list[Any]:
             again = lint_text(candidate, catalogue, path="fuzz.yaml")
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("MOE_LINT_STRICT", None)
     import jsonschema
 
-    from moe_lint.catalogue import load_catalogue
+    from moe_lint.engine.catalogue import load_catalogue
 
     catalogue = load_catalogue(plugins=False)
     INT_FIELDS.update(int_fields())

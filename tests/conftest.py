@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from moe_lint.catalogue import Catalogue, load_catalogue
-from moe_lint.findings import Finding
+from moe_lint.config.settings import Settings
+from moe_lint.engine.catalogue import Catalogue, load_catalogue
+from moe_lint.engine.findings import Finding
 from moe_lint.lint import FileResult, lint_text
-from moe_lint.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -81,7 +81,7 @@ def catalogue() -> Catalogue:
 def cluster_args(args: str | None) -> dict[str, object]:
     """``"--gpus 256 --gpu h100 --model deepseek-v3"`` -> the CLI cluster mapping (Hydra
     overrides among them are left to :func:`override_args`)."""
-    from moe_lint.overrides import looks_like_override
+    from moe_lint.config.overrides import looks_like_override
 
     out: dict[str, object] = {}
     tokens = [t for t in shlex.split(args or "") if not looks_like_override(t)]
@@ -95,7 +95,7 @@ def cluster_args(args: str | None) -> dict[str, object]:
 
 def override_args(args: str | None) -> list[Any]:
     """The Hydra overrides in fixture/docs args (``"--gpus 8 model.x=2"`` -> [model.x=2])."""
-    from moe_lint.overrides import looks_like_override, parse_override
+    from moe_lint.config.overrides import looks_like_override, parse_override
 
     return [parse_override(t) for t in shlex.split(args or "") if looks_like_override(t)]
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from conftest import REPO, run_lint
-from moe_lint.catalogue import builtin_rules_dir, load_catalogue, load_pack
 from moe_lint.cli import main
+from moe_lint.engine.catalogue import builtin_rules_dir, load_catalogue, load_pack
 from moe_lint.errors import RulePackError
 
 RULE = """
@@ -139,8 +139,8 @@ def test_entry_point_plugin_adds_pack_and_check(
     )
     (site / "moe_lint_fakeplugin.py").write_text(
         "from pathlib import Path\n"
-        "from moe_lint.catalogue import PythonCheck\n"
-        "from moe_lint.engine import Violation\n"
+        "from moe_lint.engine.catalogue import PythonCheck\n"
+        "from moe_lint.engine.evaluate import Violation\n"
         "def _check(ctx):\n"
         "    if ctx.facts.values['tp'].value >= 8:\n"
         "        yield Violation('model.tensor_model_parallel_size', {'tp': 8})\n"

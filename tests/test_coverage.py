@@ -10,7 +10,7 @@ def test_coverage_table_is_complete_and_current() -> None:
 
 
 def test_every_new_rule_names_its_source_check() -> None:
-    from moe_lint.catalogue import load_catalogue
+    from moe_lint.engine.catalogue import load_catalogue
 
     for rule in load_catalogue(plugins=False).rules:
         assert "::" in rule.source or rule.source.startswith("moe-lint"), (rule.code, rule.source)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from moe_lint.derive import Cluster, derive, pow2_round
-from moe_lint.load import parse_text
-from moe_lint.normalize import normalize
+from moe_lint.analysis.derive import Cluster, derive, pow2_round
+from moe_lint.config.load import parse_text
+from moe_lint.config.normalize import normalize
 
 
 def facts(text: str, gpus: int | None = None) -> dict[str, object]:

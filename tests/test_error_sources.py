@@ -32,8 +32,8 @@ import re
 
 import pytest
 
-from moe_lint.catalogue import STAGES, Rule, load_catalogue
-from moe_lint.findings import primary_source, split_sources
+from moe_lint.engine.catalogue import STAGES, Rule, load_catalogue
+from moe_lint.engine.findings import primary_source, split_sources
 
 RULES = load_catalogue(plugins=False).rules
 ERROR_RULES = [rule for rule in RULES if rule.severity == "error"]

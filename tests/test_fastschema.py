@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, assert_tool_current
-from moe_lint.fastschema import fast_validate, spec
-from moe_lint.schema import SECTIONS
+from moe_lint.config.fast_validate import fast_validate, spec
+from moe_lint.config.schema import SECTIONS
 
 
 def test_compiled_spec_is_current() -> None:

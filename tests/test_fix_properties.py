@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, REPO, run_lint
-from moe_lint.catalogue import Catalogue, load_catalogue
 from moe_lint.cli import main
-from moe_lint.fix import fix_loop
+from moe_lint.engine.catalogue import Catalogue, load_catalogue
+from moe_lint.output.fix import fix_loop
 
 CATALOGUE = load_catalogue(plugins=False)
 
@@ -236,7 +236,7 @@ NESTED = ["activation_func:", "  _call_: false", "  _target_: torch.nn.functiona
 
 def _nest_last(text: str) -> str:
     """Move the ``model`` section's end to a nested block: insert NESTED as its last key
-    (found here by indentation alone, independently of moe_lint.locate)."""
+    (found here by indentation alone, independently of moe_lint.engine.spans)."""
     lines = text.split("\n")
     start = lines.index("model:")
     end = start + 1

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from conftest import DATA, REPO, load_tool, run_lint, run_main
-from moe_lint.catalogue import Catalogue, load_catalogue
+from moe_lint.engine.catalogue import Catalogue, load_catalogue
+from moe_lint.engine.findings import Finding
 from moe_lint.errors import InputError
-from moe_lint.findings import Finding
-from moe_lint.fix import FixOutcome, added_problems, run_fixes
+from moe_lint.output.fix import FixOutcome, added_problems, run_fixes
 
 PACK = DATA / "packs" / "fix-safety.yaml"
 
@@ -93,7 +93,7 @@ def test_fixes_fine_alone_but_not_together_keep_the_first(pack_catalogue: Catalo
 def test_fix_that_breaks_loading_is_refused() -> None:
     """A fix whose text no longer loads is refused with the loader's message."""
     finding = Finding("X001", "x", "error", "m", "model.a", "f", 2, 6, 2, 7)
-    from moe_lint.findings import Edit
+    from moe_lint.engine.findings import Edit
 
     finding.applicability, finding.edits = "safe", [Edit(10, 11, "[", 2, 6, 2, 7)]
 
@@ -240,7 +240,7 @@ def _fixture_cases() -> list[Any]:
 
 def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
     """All rules on, every fail case: --fix and --unsafe-fixes never add an error."""
-    from moe_lint.overrides import parse_override
+    from moe_lint.config.overrides import parse_override
 
     cases = _fixture_cases()
     assert len(cases) > 400
@@ -262,8 +262,8 @@ def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
 
 def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
     """Every corpus file, with its cluster (tools/corpus_report.py): fixing adds no error."""
+    from moe_lint.config.settings import Settings
     from moe_lint.lint import lint_text
-    from moe_lint.settings import Settings
 
     files = load_tool("corpus_report").corpus_files()
     assert len(files) > 150
@@ -289,7 +289,7 @@ def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
 def test_fix_that_leaves_its_finding_is_refused() -> None:
     """An edit that lands somewhere else (the finding still fires) is not applied; before,
     the loop re-applied it on every pass (ten insertions in the wrong section)."""
-    from moe_lint.findings import Edit
+    from moe_lint.engine.findings import Edit
 
     text = "model:\n  a: 1\ntrain:\n  b: 1\n"
 
@@ -322,8 +322,8 @@ def test_fix_that_repeats_a_key_is_refused_whatever_is_selected(
 ) -> None:
     """Even with SCH003 (duplicate keys) not selected, a fixed text that repeats a key is
     not written: Bridge's loader rejects it (the next run would exit 2)."""
-    import moe_lint.engine
-    from moe_lint.findings import Edit
+    import moe_lint.engine.evaluate
+    from moe_lint.engine.findings import Edit
 
     path = tmp_path / "cfg.yaml"
     text = "model:\n  num_layers: 7\ntrain:\n  micro_batch_size: 1\n"
@@ -333,7 +333,7 @@ def test_fix_that_repeats_a_key_is_refused_whatever_is_selected(
     def repeating(doc: Any, physical: Any, value: Any) -> Edit:  # the key again, below
         return Edit(at, at, f"  num_layers: {value}\n", 3, 1, 3, 1)
 
-    monkeypatch.setattr(moe_lint.engine, "set_value_edit", repeating)
+    monkeypatch.setattr(moe_lint.engine.evaluate, "set_value_edit", repeating)
     code, _, err = run_main(capsys, str(path), "--rules", str(PACK), "--select", "TSA002", "--fix")
     assert code == 0  # nothing written; TSA002 is a warning
     assert path.read_text() == text

@@ -97,7 +97,7 @@ def test_github_annotations_and_escaping(
     table = summary.read_text()
     assert table.count("\n| ") == len(lines) + 1  # header + one row per finding
 
-    from moe_lint.formats import _escape_data, _escape_property
+    from moe_lint.output.formats import _escape_data, _escape_property
 
     # Config text is one line: a CR or LF in it is shown as an escape, so it can neither start a
     # workflow command nor split the annotation; % is the runner's own escape character.
@@ -200,8 +200,8 @@ def test_ci_example_files_parse() -> None:
 
 
 def test_escape_layer_units() -> None:
-    """moe_lint.escape, one format at a time (the CLI cases are in test_hostile_output.py)."""
-    from moe_lint import escape
+    """moe_lint.output.escape, one format at a time (CLI cases: test_hostile_output.py)."""
+    from moe_lint.output import escape
 
     assert escape.text("a\x1b[2Jb\n\tc\x85\u2028") == "a\\x1b[2Jb\\n\tc\\x85\\u2028"
     assert escape.text("bad\udcff.yaml") == "bad\\xff.yaml"  # os.fsdecode's byte, shown
@@ -232,8 +232,8 @@ def test_escape_layer_units() -> None:
 
 def test_code_frame_caret_under_escaped_text() -> None:
     """The caret is measured on the line as shown, escapes included."""
-    from moe_lint import report
-    from moe_lint.findings import Finding
+    from moe_lint.engine.findings import Finding
+    from moe_lint.output import text as report
 
     lines = ["model:", "  \u202ex\u2066: 1  # key with bidi controls"]
     finding = Finding("SCH001", "unknown-key", "warning", "m", "model.x", "f.yaml", 2, 3, 2, 7)

@@ -4,7 +4,8 @@ Inputs (hypothesis strategies):
 
 - ``bridge_configs()``: configs with the sections ``model``, ``train``, ``dataset``,
   ``optimizer``, ``ddp``, ``mixed_precision``, ``comm_overlap``, ``env_vars`` (now and then
-  other or unknown sections), keys drawn from the typed fields (``moe_lint.schema``), from the
+  other or unknown sections), keys drawn from the typed fields (``moe_lint.config.schema``),
+  from the
   keys the rules read, from Bridge's field catalogue (``data/bridge_fields.json``) and unknown
   ones; values of the right type and of wrong ones (negatives, zero, huge ints, floats, inf,
   NaN, null, strings, lists, nested mappings); written in varied YAML styles (block and flow,
@@ -65,12 +66,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, REPO
-from moe_lint.catalogue import bridge_fields, load_catalogue
 from moe_lint.cli import main
+from moe_lint.config.schema import SECTIONS
+from moe_lint.config.settings import Settings
+from moe_lint.engine.catalogue import bridge_fields, load_catalogue
 from moe_lint.errors import UsageError
 from moe_lint.lint import POST_CHECKS, lint_text
-from moe_lint.schema import SECTIONS
-from moe_lint.settings import Settings
 
 CATALOGUE = load_catalogue(plugins=False)
 FINDINGS_SCHEMA = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))

@@ -330,7 +330,7 @@ _OLD_SUPPRESS = re.compile(
 
 def test_suppression_match_is_the_old_pattern() -> None:
     """suppress._match gives exactly what the backtracking pattern gave (on short lines)."""
-    from moe_lint.suppress import _match
+    from moe_lint.engine.suppress import _match
 
     pieces = ["#", " ", "\t", "moe-lint:", "disable", "disable-file", "=", "-", "--", "A", ",",
               "x!", " -- ", "CP001", "\u00a0", "  "]  # fmt: skip
@@ -347,7 +347,7 @@ def test_suppression_match_is_the_old_pattern() -> None:
 
 
 def test_nearest_microbatches_is_the_old_search() -> None:
-    from moe_lint.checks_pipeline import _nearest_valid_microbatches, _valid_microbatches
+    from moe_lint.engine.checks.pipeline import _nearest_valid_microbatches, _valid_microbatches
 
     for pp in range(2, 7):
         for n in range(pp, 20):
@@ -388,7 +388,7 @@ def _uneven_by_every_pair(
 
 
 def test_suggest_uneven_is_the_old_search() -> None:
-    from moe_lint.checks_pipeline import suggest_uneven
+    from moe_lint.engine.checks.pipeline import suggest_uneven
 
     for num_layers in range(1, 48):
         for pp in range(2, 6):
@@ -403,7 +403,7 @@ def test_suggest_uneven_is_the_old_search() -> None:
 
 
 def test_divisors_is_the_old_loop() -> None:
-    from moe_lint.expr import _divisors
+    from moe_lint.engine.expr import _divisors
 
     for n in [*range(-2, 2000), 720_720, 999_983, 1_000_000, 1_000_001]:
         old = [d for d in range(1, n + 1) if n % d == 0] if 0 < n <= 1_000_000 else []

@@ -106,8 +106,8 @@ def test_per_file_limit_covers_the_fix_loop(
     untouched and is that file's one-line error."""
     import time
 
-    from moe_lint import fix
     from moe_lint.cli import main
+    from moe_lint.output import fix
 
     def stalled(*args: object, **kwargs: object) -> None:
         time.sleep(5)

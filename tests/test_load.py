@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from moe_lint.config.load import decode, format_path, parse_path, parse_text
+from moe_lint.engine.spans import location, set_value_edit
 from moe_lint.errors import InputError
-from moe_lint.fix import apply_edits
-from moe_lint.load import decode, format_path, parse_path, parse_text
-from moe_lint.locate import location, set_value_edit
+from moe_lint.output.fix import apply_edits
 
 
 def test_spans_for_keys_and_list_items() -> None:
@@ -119,7 +119,7 @@ def test_comment_only_and_empty_documents_are_no_keys() -> None:
 
 def test_deep_text_composes_every_document() -> None:
     """Past SAFE_C_DEPTH the event composer runs: it too sees each document."""
-    from moe_lint.load import SAFE_C_DEPTH, compose
+    from moe_lint.config.load import SAFE_C_DEPTH, compose
 
     wide = "x: [" + "[], " * SAFE_C_DEPTH + "]\n"  # many brackets, shallow: the event path
     nodes = compose(wide + "---\ny: &a 1\n---\nz: 2\n")

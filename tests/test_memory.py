@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from conftest import DUMPS, MEMORY_MODEL_GAPS, VERDICTS, load_tool
-from moe_lint import memory
-from moe_lint.memory import (
+from moe_lint.analysis import memory
+from moe_lint.analysis.memory import (
     GIB,
     Estimate,
     MemoryInputError,
@@ -22,8 +22,8 @@ from moe_lint.memory import (
     estimate,
     levers,
 )
-from moe_lint.params import Arch, count_params
-from moe_lint.settings import preset_fields
+from moe_lint.analysis.params import Arch, count_params
+from moe_lint.config.settings import preset_fields
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = REPO / "tools" / "memory_report.py"
@@ -596,7 +596,7 @@ def test_memory_report_is_up_to_date() -> None:
 
 def _fitting_dumps() -> list[Any]:
     """Accepted dumps on GPUs whose memory is sourced, less the known gaps of issue 12."""
-    from moe_lint.settings import GPU_ALIASES, gpu_catalogue
+    from moe_lint.config.settings import GPU_ALIASES, gpu_catalogue
 
     out = []
     for name, row in sorted(VERDICTS.items()):
@@ -631,14 +631,14 @@ def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
     """NVIDIA's own performance recipes (full dumps) run on their GPUs: the model must agree."""
     import re
 
-    from moe_lint.derive import Cluster, derive
-    from moe_lint.load import load_file
-    from moe_lint.normalize import normalize
-    from moe_lint.settings import gpu_catalogue
+    from moe_lint.analysis.derive import Cluster, derive
+    from moe_lint.config.load import load_file
+    from moe_lint.config.normalize import normalize
+    from moe_lint.config.settings import gpu_catalogue
 
     match = re.search(r"_(\d+)gpu_([a-z0-9]+)_", path.name)
     assert match is not None
-    from moe_lint.settings import GPU_ALIASES
+    from moe_lint.config.settings import GPU_ALIASES
 
     gpu = GPU_ALIASES[match.group(2)]
     spec = gpu_catalogue()[gpu]

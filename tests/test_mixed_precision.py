@@ -1,4 +1,4 @@
-"""moe-lint's one mixed-precision recipe table (``moe_lint.mixed_precision``) is Bridge's:
+"""moe-lint's one mixed-precision recipe table (``moe_lint.config.mixed_precision``) is Bridge's:
 every ``@register``-ed recipe of Bridge 0.6.2 (``tests/data/bridge-source/mixed_precision.py``,
 read with ``ast``) is known, with every field its function sets, and the defaults are
 ``MixedPrecisionConfig``'s. ``normalize`` and the runtime checks both read this table, so a
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import DATA, run_lint
-from moe_lint.catalogue import Catalogue
-from moe_lint.mixed_precision import MP_DEFAULTS, MP_RECIPES, recipe_values
+from moe_lint.config.mixed_precision import MP_DEFAULTS, MP_RECIPES, recipe_values
+from moe_lint.engine.catalogue import Catalogue
 
 SOURCE = ast.parse((DATA / "bridge-source" / "mixed_precision.py").read_text(encoding="utf-8"))
 _DTYPES = {"bfloat16": "bfloat16", "half": "float16", "float16": "float16", "float32": "float32"}
@@ -103,9 +103,9 @@ def test_normalize_reads_the_same_table(catalogue: Catalogue, recipe: str, fp8_r
     result = run_lint(catalogue, f"mixed_precision: {recipe}\nmodel:\n  num_layers: 8\n")
     assert result.error is None
     assert not [f for f in result.findings if f.code == "SCH002"], result.findings
+    from moe_lint.config.load import parse_text
+    from moe_lint.config.settings import Settings
     from moe_lint.lint import prepare
-    from moe_lint.load import parse_text
-    from moe_lint.settings import Settings
 
     cfg, _, _ = prepare(parse_text(f"mixed_precision: {recipe}\n"), Settings(), [], {})
     assert cfg.values["model.fp8_recipe"] == fp8_recipe

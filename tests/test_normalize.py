@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from moe_lint.load import parse_text
-from moe_lint.normalize import NotBridgeConfig, normalize
-from moe_lint.overrides import parse_override
+from moe_lint.config.load import parse_text
+from moe_lint.config.normalize import NotBridgeConfig, normalize
+from moe_lint.config.overrides import parse_override
 
 
 def norm(text: str, *overrides: str):  # type: ignore[no-untyped-def]
@@ -119,7 +119,7 @@ def test_interpolations_are_unknown() -> None:
 
 
 def test_model_preset_fills_architecture_but_file_wins() -> None:
-    from moe_lint.settings import preset_fields
+    from moe_lint.config.settings import preset_fields
 
     doc = parse_text("model:\n  num_layers: 4\n")
     cfg = normalize(doc, [], preset_fields("deepseek-v3"), "deepseek-v3")
@@ -213,7 +213,7 @@ def test_other_target_nodes_stay_mappings(node: str) -> None:
 
 
 def test_untarget_shares_unchanged_trees() -> None:
-    from moe_lint.normalize import untarget
+    from moe_lint.config.normalize import untarget
 
     tree = {"model": {"a": [1, {"b": 2}], "c": {"_target_": "x.Y", "d": 1}}}
     assert untarget(tree) is tree
@@ -234,7 +234,7 @@ def test_override_replaces_an_untargeted_value() -> None:
 
 def test_every_dev_dump_types_cleanly() -> None:
     from conftest import CORPUS
-    from moe_lint.load import load_file
+    from moe_lint.config.load import load_file
 
     dumps = sorted((CORPUS / "bridge-full-dumps").glob("*_dev_config.yaml"))
     assert len(dumps) >= 3

@@ -19,11 +19,11 @@ import pytest
 
 from conftest import DATA, REPO, run_lint
 from conftest import run_main as run
-from moe_lint.catalogue import Catalogue
+from moe_lint.config.load import parse_text
+from moe_lint.config.normalize import normalize
+from moe_lint.config.overrides import parse_override, parse_value
+from moe_lint.engine.catalogue import Catalogue
 from moe_lint.errors import InputError
-from moe_lint.load import parse_text
-from moe_lint.normalize import normalize
-from moe_lint.overrides import parse_override, parse_value
 
 GOOD = REPO / "examples" / "dsv3_128k_h100.yaml"
 SARIF_SCHEMA = json.loads((DATA / "schemas" / "sarif-schema-2.1.0.json").read_text())

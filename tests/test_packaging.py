@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import REPO
 
 PROBE = (
-    "import moe_lint, moe_lint.catalogue as c; "
+    "import moe_lint, moe_lint.engine.catalogue as c; "
     # Served from the generated module: no pack is read or compiled in this process.
     "compiled = []; c.load_pack = lambda path, checks: compiled.append(path) or []; "
     "print(moe_lint.__file__); print(c.builtin_rules_dir()); "
@@ -60,9 +60,9 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     assert sorted(Path(n).name for n in names if n.startswith("moe_lint/rules/")) == packs
     assert "moe_lint/data/bridge_fields.json" in names
     # The build hook compiled the catalogue (once; the checkout's copy is not packed besides).
-    assert names.count("moe_lint/_compiled_rules.py") == 1
-    generated = zipfile.ZipFile(wheel).read("moe_lint/_compiled_rules.py").decode()
-    assert generated == (REPO / "src" / "moe_lint" / "_compiled_rules.py").read_text()
+    assert names.count("moe_lint/engine/_compiled_rules.py") == 1
+    generated = zipfile.ZipFile(wheel).read("moe_lint/engine/_compiled_rules.py").decode()
+    assert generated == (REPO / "src" / "moe_lint" / "engine" / "_compiled_rules.py").read_text()
     assert "moe_lint/data/bridge_classes.json" in names
     target = tmp_path / "site"
     subprocess.run(
@@ -123,5 +123,5 @@ def test_wheel_built_from_a_stale_checkout_ships_fresh_rules(tmp_path: Path) -> 
     zipfile.ZipFile(wheel).extractall(target)
     *_, precompiled = _probe(target, tmp_path)
     assert precompiled == "True"
-    generated = (target / "moe_lint" / "_compiled_rules.py").read_text()
+    generated = (target / "moe_lint" / "engine" / "_compiled_rules.py").read_text()
     assert "NO DP HEADROOM" in generated and "no data-parallel headroom" not in generated

@@ -56,9 +56,9 @@ def _many(tmp_path: Path, count: int = 60) -> list[str]:
 
 
 def _lint_many(paths: list[str], convert: Any) -> list[Any]:
-    from moe_lint.catalogue import load_catalogue
-    from moe_lint.parallel import lint_many
-    from moe_lint.settings import Settings
+    from moe_lint.config.settings import Settings
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.workers import lint_many
 
     return lint_many(paths, load_catalogue(), Settings(), [], {"gpus": "256"}, convert)
 

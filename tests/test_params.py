@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from moe_lint.params import (
+from moe_lint.analysis.params import (
     Arch,
     ParamCounts,
     PatternError,
@@ -18,7 +18,7 @@ from moe_lint.params import (
     moe_layer_pattern,
     parse_pattern,
 )
-from moe_lint.settings import model_catalogue, preset_fields
+from moe_lint.config.settings import model_catalogue, preset_fields
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / "src" / "moe_lint" / "data" / "models.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import run_lint
-from moe_lint.catalogue import Catalogue, load_catalogue
+from moe_lint.engine.catalogue import Catalogue, load_catalogue
 
 RULES = load_catalogue(plugins=False).rules
 

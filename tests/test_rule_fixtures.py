@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from conftest import REPO, run_lint
-from moe_lint.catalogue import Catalogue
-from moe_lint.fix import fix_loop
+from moe_lint.engine.catalogue import Catalogue
+from moe_lint.output.fix import fix_loop
 
 FIXTURES = REPO / "tests" / "fixtures" / "rules"
 _CASE_KEYS = {"args", "pass", "fail", "expect", "fix", "unsafe", "overrides"}
@@ -58,7 +58,7 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("data", "case"), _cases())
 def test_rule_case(catalogue: Catalogue, data: dict[str, Any], case: dict[str, Any]) -> None:
-    from moe_lint.overrides import parse_override
+    from moe_lint.config.overrides import parse_override
 
     code = data["rule"]
     select = [code, *data.get("also", [])]

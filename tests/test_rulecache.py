@@ -3,7 +3,8 @@
 Issue 10 ("the cache runs code"): the catalogue used to be unpickled from a per-user folder
 without any owner or mode check, wrong entries never healed, and a pack edited keeping its size
 and mtime kept its old rules. Now the shipped packs come from the generated module
-``moe_lint._compiled_rules`` (checked against the files on disk by content hash), packs from a
+``moe_lint.engine._compiled_rules`` (checked against the files on disk by content hash), packs from
+a
 linted repository are compiled per run, and the per-user folder holds JSON only, in a folder
 only its user can write.
 """
@@ -24,10 +25,11 @@ from typing import Any
 import pytest
 
 from conftest import DUMPS, REPO, assert_tool_current
-from moe_lint import catalogue, rulecache
-from moe_lint.catalogue import load_catalogue
+from moe_lint.config import user_cache as rulecache
+from moe_lint.config.settings import Settings
+from moe_lint.engine import catalogue
+from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.lint import lint_path
-from moe_lint.settings import Settings
 
 EXAMPLE = REPO / "examples" / "dsv3_128k_h100.yaml"
 BROKEN = REPO / "examples" / "dsv3_128k_h100_broken.yaml"
@@ -73,7 +75,7 @@ def test_generated_module_is_current() -> None:
 
 def test_checkout_serves_the_generated_module() -> None:
     shipped = catalogue.shipped_module()
-    assert shipped is not None, "src/moe_lint/_compiled_rules.py is stale"
+    assert shipped is not None, "src/moe_lint/engine/_compiled_rules.py is stale"
     assert catalogue.shipped_hash() == shipped.SOURCE_HASH
 
 
@@ -91,7 +93,7 @@ def _strip(value: Any) -> Any:
 
 
 def _compiled_now() -> catalogue.Catalogue:
-    from moe_lint import checks
+    from moe_lint.engine import checks
 
     index = checks.check_index()
     packs = sorted(catalogue.builtin_rules_dir().glob("*.yaml"))
@@ -172,7 +174,7 @@ def _messages(root: Path, text: str, extra: list[str] | None = None) -> tuple[bo
     config = root / "c.yaml"
     config.write_text(text)
     probe = (
-        "import sys; from moe_lint import catalogue; from moe_lint.cli import main; "
+        "import sys; from moe_lint.engine import catalogue; from moe_lint.cli import main; "
         "print('SHIPPED', catalogue.shipped_module() is not None); "
         f"main([{str(config)!r}, '--format', 'concise', *sys.argv[1:]])"
     )
@@ -216,7 +218,7 @@ def test_shipped_pack_edited_keeping_size_and_mtime_gets_its_new_rules(checkout:
 
 
 def test_engine_edit_makes_the_module_stale(checkout: Path) -> None:
-    expr = checkout / "src" / "moe_lint" / "expr.py"
+    expr = checkout / "src" / "moe_lint" / "engine" / "expr.py"
     expr.write_text(expr.read_text() + "\n# edited\n")
     shipped, out = _messages(checkout, GOOD_TEXT)
     assert not shipped and "PAR004" in out  # compiled per run, same findings
@@ -227,7 +229,7 @@ def test_engine_edit_makes_the_module_stale(checkout: Path) -> None:
     ["truncate", "syntax", "wrong-hash", "missing"],
 )
 def test_broken_generated_module_falls_back(checkout: Path, damage: str) -> None:
-    module = checkout / "src" / "moe_lint" / "_compiled_rules.py"
+    module = checkout / "src" / "moe_lint" / "engine" / "_compiled_rules.py"
     _, expected = _messages(checkout, BROKEN.read_text())
     text = module.read_text()
     if damage == "truncate":
@@ -344,7 +346,7 @@ def test_json_entries_round_trip_and_heal(tmp_path: Path, monkeypatch: pytest.Mo
 def test_wrong_shaped_bridge_overlay_is_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from moe_lint import bridge_introspect as bi
+    from moe_lint.config import bridge_introspect as bi
 
     _use(monkeypatch, tmp_path / "cache")
     origin = tmp_path / "bridge" / "__init__.py"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import codes, run_lint
-from moe_lint.catalogue import Catalogue
+from moe_lint.engine.catalogue import Catalogue
 
 BAD_CP = "model:\n  context_parallel_size: 24{c}\n"
 

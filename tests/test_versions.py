@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import run_lint
-from moe_lint.catalogue import Catalogue
-from moe_lint.versions import (
+from moe_lint.config.versions import (
     NEWEST_RELEASED,
     below,
     check_spec,
@@ -14,6 +13,7 @@ from moe_lint.versions import (
     parse_version,
     satisfies,
 )
+from moe_lint.engine.catalogue import Catalogue
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Compile the shipped rule packs ahead of time into ``src/moe_lint/_compiled_rules.py``.
+"""Compile the shipped rule packs ahead of time into ``src/moe_lint/engine/_compiled_rules.py``.
 
 Parsing and validating ``rules/*.yaml`` (YAML, the expression whitelist, field lookups) costs
 far more than linting a file. This generator does it once and writes a plain Python module:
@@ -14,7 +14,7 @@ compiles the packs itself when they differ (a developer editing ``rules/`` in a 
 stale module is never served. The wheel build regenerates it (``hatch_build.py``); the tests
 run ``--check`` so the committed copy cannot drift.
 
-    python tools/compile_rules.py                 # rewrite src/moe_lint/_compiled_rules.py
+    python tools/compile_rules.py                 # rewrite src/moe_lint/engine/_compiled_rules.py
     python tools/compile_rules.py --check         # exit 1 if it is out of date
     python tools/compile_rules.py --output FILE   # write elsewhere (the wheel build hook)
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = REPO / "src" / "moe_lint" / "_compiled_rules.py"
+TARGET = REPO / "src" / "moe_lint" / "engine" / "_compiled_rules.py"
 COMMAND = "python tools/compile_rules.py"
 
 HEADER = '''\
@@ -52,7 +52,7 @@ def _record_expression_trees() -> dict[int, ast.Expression]:
     """
     import builtins
 
-    from moe_lint import expr
+    from moe_lint.engine import expr
 
     trees: dict[int, ast.Expression] = {}
     real = builtins.compile
@@ -130,7 +130,7 @@ def generate() -> str:
     """The module text for the packs and engine files of this checkout."""
     sys.path.insert(0, str(REPO / "src"))
     trees = _record_expression_trees()
-    from moe_lint import catalogue, checks
+    from moe_lint.engine import catalogue, checks
 
     rules_dir = REPO / "rules"
     package = REPO / "src" / "moe_lint"

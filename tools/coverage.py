@@ -64,7 +64,7 @@ def load_decisions() -> tuple[dict[str, str], dict[str, str]]:
 
 def build() -> tuple[str, list[str]]:
     """The Markdown table and the list of problems (unaccounted or contradictory IDs)."""
-    from moe_lint.catalogue import load_catalogue
+    from moe_lint.engine.catalogue import load_catalogue
 
     rules = load_catalogue(plugins=False).rules
     covered: dict[str, list[str]] = {}

@@ -46,7 +46,7 @@ def _cell(text: str) -> str:
 
 
 def _sites(source: str) -> str:
-    from moe_lint.findings import split_sources
+    from moe_lint.engine.findings import split_sources
 
     out = []
     for part in split_sources(source):
@@ -60,7 +60,7 @@ def _sites(source: str) -> str:
 
 
 def build() -> str:
-    from moe_lint.catalogue import STAGES, load_catalogue
+    from moe_lint.engine.catalogue import STAGES, load_catalogue
 
     rules = [r for r in load_catalogue(plugins=False).rules if r.severity == "error"]
     order = {stage: i for i, stage in enumerate(STAGES)}

@@ -19,7 +19,7 @@ so no torch): ``pip download --no-deps --python-version 3.12 --only-binary=:all:
 megatron-core==X megatron-bridge==Y`` into a temporary folder, or ``--wheels DIR`` holding the
 wheels (or unpacked wheels, ``DIR/<dist>-<version>/megatron/...``) already.
 
-Output (deterministic, compact; loaded lazily by ``src/moe_lint/bridge_classes.py``)::
+Output (deterministic, compact; loaded lazily by ``src/moe_lint/config/bridge_classes.py``)::
 
     {"format": 1,
      "packages": {"bridge": {"releases": ["0.3.1", ...], "pairs": {"0.3.1": "0.16.1", ...},

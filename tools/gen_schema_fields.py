@@ -51,7 +51,7 @@ def _kinds(annotation: Any) -> tuple[list[str], list[str] | None]:
 
 
 def build() -> dict[str, Any]:
-    from moe_lint.schema import SECTIONS, is_recipe_field
+    from moe_lint.config.schema import SECTIONS, is_recipe_field
 
     sections: dict[str, Any] = {}
     for name, model in SECTIONS.items():
@@ -71,7 +71,7 @@ def build() -> dict[str, Any]:
             fields[field_name] = entry
         sections[name] = fields
     return {
-        "generated_by": "tools/gen_schema_fields.py from src/moe_lint/schema.py",
+        "generated_by": "tools/gen_schema_fields.py from src/moe_lint/config/schema.py",
         "sections": sections,
     }
 

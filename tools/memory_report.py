@@ -23,8 +23,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from moe_lint.memory import GIB, Estimate, MemorySettings, estimate  # noqa: E402
-from moe_lint.settings import gpu_catalogue, preset_fields  # noqa: E402
+from moe_lint.analysis.memory import GIB, Estimate, MemorySettings, estimate  # noqa: E402
+from moe_lint.config.settings import gpu_catalogue, preset_fields  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _generated import write_or_check  # noqa: E402

@@ -1,6 +1,6 @@
 """Generate docs/rules/<CODE>.md and docs/rules/index.md from the rule packs.
 
-SARIF results link each rule to its page (moe_lint.formats.DOCS_URL); `moe-lint explain`
+SARIF results link each rule to its page (moe_lint.output.formats.DOCS_URL); `moe-lint explain`
 prints the same text. The tests run this with --check so the pages cannot drift.
 
     python tools/rule_docs.py          # rewrite docs/rules/
@@ -18,8 +18,8 @@ OUT = REPO / "docs" / "rules"
 
 
 def pages() -> dict[str, str]:
-    from moe_lint.catalogue import load_catalogue
     from moe_lint.cli import explain_text
+    from moe_lint.engine.catalogue import load_catalogue
 
     rules = load_catalogue(plugins=False).rules
     out = {f"{rule.code}.md": explain_text(rule) for rule in rules}

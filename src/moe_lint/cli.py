@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from moe_lint import __version__
+from moe_lint.engine.findings import SEVERITY_RANK, Finding
 from moe_lint.errors import InputError, RulePackError, UsageError
-from moe_lint.findings import SEVERITY_RANK, Finding
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 #: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
@@ -172,7 +172,7 @@ def _main(args: list[str]) -> int:
 
 
 class _EscapedLines:
-    """stderr with each line escaped (:func:`moe_lint.escape.line`): file names, config text
+    """stderr with each line escaped (:func:`moe_lint.output.escape.line`): file names, config text
     and rule-pack text in messages cannot write control characters or start a CI workflow
     command. Lines are written whole, when their newline arrives (or at flush)."""
 
@@ -181,7 +181,7 @@ class _EscapedLines:
         self._pending = ""
 
     def write(self, text: str) -> int:
-        from moe_lint.escape import line
+        from moe_lint.output.escape import line
 
         *complete, self._pending = (self._pending + text).split("\n")
         if complete:
@@ -190,7 +190,7 @@ class _EscapedLines:
 
     def flush(self) -> None:
         if self._pending:
-            from moe_lint.escape import line
+            from moe_lint.output.escape import line
 
             self._stream.write(line(self._pending))
             self._pending = ""
@@ -213,7 +213,7 @@ def _silence_stdout() -> None:
 
 
 def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
-    from moe_lint.settings import Settings, find_pyproject, load_pyproject
+    from moe_lint.config.settings import Settings, find_pyproject, load_pyproject
 
     if ns.isolated:
         return Settings(), None
@@ -254,10 +254,10 @@ def parse_command_line(
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
     ns = parse_command_line(_check_parser(), argv, offset)
     if ns.no_cache:
-        from moe_lint import rulecache
+        from moe_lint.config import user_cache as rulecache
 
         rulecache.disable()
-    from moe_lint.catalogue import load_catalogue
+    from moe_lint.engine.catalogue import load_catalogue
     from moe_lint.lint import FileResult
 
     files, overrides = _split_args(ns)
@@ -274,7 +274,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
         settings.memory[key.strip()] = value.strip()
     if ns.memory:
-        from moe_lint.memcheck import memory_settings
+        from moe_lint.analysis.memory_facts import memory_settings
 
         memory_settings(settings.memory, "--memory")
     fmt = ns.format or fmt_setting or "text"
@@ -294,7 +294,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     if ns.fix or ns.diff:
         # One file at a time: lint, fix, keep only what the report needs (lint.slim).
         from moe_lint.lint import slim
-        from moe_lint.parallel import lint_one, workers_for
+        from moe_lint.workers import lint_one, workers_for
 
         workers_for(1)  # MOE_LINT_JOBS / MOE_LINT_FILE_TIMEOUT are checked on every path
         for path in files:
@@ -306,7 +306,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
                 outcomes.append((result.path, outcome))
             results.append(slim(result))
     else:
-        from moe_lint.parallel import lint_many
+        from moe_lint.workers import lint_many
 
         results = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
     if ns.diff:
@@ -358,7 +358,7 @@ def _report_fixes(
 def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
     """Config files and Hydra-style overrides, in any order (an existing file wins over a name
     that looks like an override); the overrides apply to every file, in the order given."""
-    from moe_lint.overrides import looks_like_override, parse_override
+    from moe_lint.config.overrides import looks_like_override, parse_override
 
     files: list[str] = []
     overrides = []
@@ -383,11 +383,12 @@ def _cmd_estimate(argv: list[str]) -> int:
     parser.prog = "moe-lint estimate"
     parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
     ns = parse_command_line(parser, argv, 1)
-    from moe_lint import memreport, report
-    from moe_lint.load import load_file
-    from moe_lint.memcheck import memory_settings, run_estimate
-    from moe_lint.memory import MemoryInputError, levers
-    from moe_lint.normalize import NotBridgeConfig
+    from moe_lint.analysis.memory import MemoryInputError, levers
+    from moe_lint.analysis.memory_facts import memory_settings, run_estimate
+    from moe_lint.config.load import load_file
+    from moe_lint.config.normalize import NotBridgeConfig
+    from moe_lint.output import estimate as memreport
+    from moe_lint.output import text as report
 
     files, overrides = _split_args(ns)
     settings, _ = _settings_for(ns)
@@ -424,7 +425,7 @@ def _cmd_estimate(argv: list[str]) -> int:
             )
             status = EXIT_USAGE
             continue
-        from moe_lint.memcheck import config_values
+        from moe_lint.analysis.memory_facts import config_values
 
         plain = {name: fact.value for name, fact in facts.values.items()}
         found = levers(config_values(cfg), plain, mem, est.capacity_gib)
@@ -460,7 +461,7 @@ def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:
         if v is not None
     }
     if cluster:
-        from moe_lint.settings import Settings, apply_cluster
+        from moe_lint.config.settings import Settings, apply_cluster
 
         apply_cluster(Settings(), cluster, "command line")  # validate once, up front
     return cluster
@@ -495,7 +496,8 @@ def _fix_file(
     fix.write_atomic), nothing is written, the result gets that one-line error (exit 2) and
     the outcome says no fix was applied.
     """
-    from moe_lint.fix import (
+    from moe_lint.lint import lint_text
+    from moe_lint.output.fix import (
         FixOutcome,
         Refusal,
         WriteRefused,
@@ -503,7 +505,6 @@ def _fix_file(
         unified_diff,
         write_atomic,
     )
-    from moe_lint.lint import lint_text
 
     doc = result.doc
     linted: dict[str, Any] = {}
@@ -516,7 +517,7 @@ def _fix_file(
         if again.notice is not None:
             raise InputError(f"it would no longer be a Bridge config ({again.notice})")
         if again.doc is not None and len(again.doc.duplicates) > repeated:
-            from moe_lint.load import format_path
+            from moe_lint.config.load import format_path
 
             path, span = again.doc.duplicates[-1]
             raise InputError(
@@ -526,7 +527,7 @@ def _fix_file(
         linted[text] = again
         return again.findings
 
-    from moe_lint.parallel import Overtime, file_timeout, overtime_message, time_limit
+    from moe_lint.workers import Overtime, file_timeout, overtime_message, time_limit
 
     limit = file_timeout()
     try:
@@ -563,13 +564,13 @@ def _fix_file(
 
 def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tuple[Finding, str]]:
     """Fixes left without an edit because it would go through an alias, an anchor or a merge
-    key (``doc.fix_refusals``, recorded by moe_lint.locate), each with the finding it belongs
+    key (``doc.fix_refusals``, recorded by moe_lint.engine.spans), each with the finding it belongs
     to: the remaining finding of a fixable rule, with no edits, at the refused path's nearest
     ancestor (``model`` for a fix that sets ``model.x``)."""
     if not doc.fix_refusals:
         return []
-    from moe_lint.load import format_path
-    from moe_lint.normalize import NotBridgeConfig, detect_root
+    from moe_lint.config.load import format_path
+    from moe_lint.config.normalize import NotBridgeConfig, detect_root
 
     try:
         root, _ = detect_root(doc.data)
@@ -602,7 +603,7 @@ def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tup
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
-    from moe_lint.findings import InputProblem
+    from moe_lint.engine.findings import InputProblem
 
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r for r in results if r.error is not None]
@@ -610,16 +611,16 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         print(f"{r.path}: error: {r.error}", file=sys.stderr)
     problems = [InputProblem.parse(r.path, r.error) for r in errors]
     if ns.write_baseline and not errors:
-        from moe_lint.baseline import write_baseline
-        from moe_lint.formats import repo_root
+        from moe_lint.output.baseline import write_baseline
+        from moe_lint.output.formats import repo_root
 
         count = write_baseline(ns.write_baseline, findings, repo_root())
         print(f"moe-lint: wrote {count} baseline entries to {ns.write_baseline}", file=sys.stderr)
         return EXIT_OK
     stale: list[Any] = []
     if ns.baseline:
-        from moe_lint.baseline import apply_baseline
-        from moe_lint.formats import relative_uri, repo_root
+        from moe_lint.output.baseline import apply_baseline
+        from moe_lint.output.formats import relative_uri, repo_root
 
         root = repo_root()
         linted = {relative_uri(r.path, root) for r in results if r.error is None}
@@ -656,7 +657,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         os.environ.get("GITHUB_STEP_SUMMARY") if fmt == "github" else None
     )
     if summary_path:
-        from moe_lint.formats import markdown_summary
+        from moe_lint.output.formats import markdown_summary
 
         with open(summary_path, "a", encoding="utf-8") as summary:
             summary.write(markdown_summary(findings, problems))
@@ -672,12 +673,12 @@ def _write_format(
     problems: list[Any],
     fail_on: str = "error",
 ) -> None:
-    """Write the report; every format escapes what it echoes (moe_lint.escape), and the
+    """Write the report; every format escapes what it echoes (moe_lint.output.escape), and the
     machine formats carry the input errors too (README "Input errors")."""
-    from moe_lint import report
+    from moe_lint.output import text as report
 
     if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
-        from moe_lint import formats
+        from moe_lint.output import formats
     if fmt in ("sarif", "gitlab", "junit"):
         root = formats.repo_root()
         if fmt == "sarif":
@@ -727,7 +728,7 @@ def _catalogue_for(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--rules", action="append", default=[])
     ns = p.parse_args(argv)
-    from moe_lint.catalogue import load_catalogue
+    from moe_lint.engine.catalogue import load_catalogue
 
     return load_catalogue(extra_packs=ns.rules), ns
 
@@ -748,7 +749,7 @@ def rule_json(rule: Any) -> dict[str, Any]:
 
 def _cmd_rules(argv: list[str]) -> int:
     catalogue, ns = _catalogue_for(argv)
-    from moe_lint import escape
+    from moe_lint.output import escape
 
     if ns.format == "json":
         sys.stdout.write(escape.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
@@ -801,7 +802,7 @@ def _cmd_explain(argv: list[str]) -> int:
     rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
     if rule is None:
         raise UsageError(f"no rule {ns.target!r} (see `moe-lint rules`)")
-    from moe_lint import escape
+    from moe_lint.output import escape
 
     if ns.format == "json":
         sys.stdout.write(escape.dumps(rule_json(rule), indent=2) + "\n")

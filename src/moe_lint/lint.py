@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from moe_lint.catalogue import Catalogue, Rule
-from moe_lint.derive import Cluster, Facts, derive
-from moe_lint.engine import Context, run_rules
-from moe_lint.errors import InputError, UsageError
-from moe_lint.findings import Finding
-from moe_lint.load import Document, load_file, parse_text
-from moe_lint.normalize import Config, NotBridgeConfig, normalize
-from moe_lint.overrides import Override
-from moe_lint.settings import (
+from moe_lint.analysis.derive import Cluster, Facts, derive
+from moe_lint.config.load import Document, load_file, parse_text
+from moe_lint.config.normalize import Config, NotBridgeConfig, normalize
+from moe_lint.config.overrides import Override
+from moe_lint.config.settings import (
     Settings,
     apply_cluster,
     glob_match,
@@ -21,7 +17,11 @@ from moe_lint.settings import (
     parse_directives,
     preset_fields,
 )
-from moe_lint.suppress import Suppression, apply_suppressions, parse_suppressions
+from moe_lint.engine.catalogue import Catalogue, Rule
+from moe_lint.engine.evaluate import Context, run_rules
+from moe_lint.engine.findings import Finding
+from moe_lint.engine.suppress import Suppression, apply_suppressions, parse_suppressions
+from moe_lint.errors import InputError, UsageError
 
 #: Checks that look at suppressions and therefore run after them.
 POST_CHECKS = ("unused-suppressions", "unknown-suppressions")
@@ -99,7 +99,7 @@ def prepare(
     preset = preset_fields(file_settings.model) if file_settings.model else None
     oracle = None
     if overrides:
-        from moe_lint.overrides import FieldOracle
+        from moe_lint.config.overrides import FieldOracle
 
         oracle = FieldOracle(file_settings, file_settings.model)
     cfg = normalize(doc, overrides, preset, file_settings.model, file_settings.versions, oracle)
@@ -111,7 +111,7 @@ def prepare(
         versions=dict(file_settings.versions),
     )
     facts = derive(cfg, cluster)
-    from moe_lint.memcheck import attach
+    from moe_lint.analysis.memory_facts import attach
 
     attach(facts, cfg, file_settings.memory)
     return cfg, facts, file_settings

@@ -1,0 +1,4 @@
+"""Stage 3: facts derived from the normalized config.
+
+Sizes, pipeline placement, parameter counts and memory.
+"""

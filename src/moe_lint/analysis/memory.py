@@ -1,0 +1,1353 @@
+"""Per-GPU peak memory of a Megatron Bridge MoE training run, per pipeline stage.
+
+The model is docs/domain/02 §4 made executable (the full derivation is in docs/memory-model.md):
+
+* **states** (§4.1): weights, gradients and Adam states per parameter, with the dense shard group
+  DP·CP and the expert shard group EDP for the distributed optimizer, precision-aware optimizer
+  dtypes, FP8 parameters, Megatron-FSDP and fractional optimizer CPU offload;
+* **activations** (§4.4): bytes saved per token per layer for MCore + Transformer Engine with
+  flash/fused attention (no s² term), split between sequence-parallel regions (÷TP·CP) and
+  tensor-parallel regions (heads/FFN split over TP, tokens over CP); MoE routed tensors scale with
+  top-k, ETP and the routing imbalance ρ; selective recompute removes named pieces, full
+  recompute keeps chunk inputs; in-flight micro-batches follow the 1F1B / interleaved schedule;
+* **head**: final norm, logits and the fp32 cross-entropy copy, once more per MTP depth;
+* **fixed costs** outside PyTorch's allocator (CUDA context, NCCL, DeepEP/HybridEP buffers) and
+  a fragmentation margin on top of the allocated peak.
+
+Every figure is a :class:`Term` carrying its derivation; the :class:`Estimate` lists the
+assumptions made where the config was silent. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from moe_lint.analysis.params import (
+    Arch,
+    LayerParams,
+    Part,
+    count_params,
+    expert_params,
+    mtp_extra_params,
+    mtp_layer_params,
+)
+
+GIB = float(2**30)
+
+
+class MemoryInputError(ValueError):
+    """The config lacks a value the estimate cannot do without (the message names it)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Settings and results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """Knobs for what a static model cannot know; defaults and reasons in docs/memory-model.md.
+
+    routing_imbalance: ρ, tokens received by the busiest EP rank over the balanced share. 1.3 is
+        docs/domain/02 §6.5's suggestion for trained routers; cold starts are worse. A capacity
+        factor caps it (padding to capacity pins it), and EP=1 makes it 1.
+    fragmentation: reserved-minus-allocated margin as a fraction of the allocated peak
+        (PyTorch caching allocator, typically 5-15%).
+    cuda_context_gib: CUDA context, kernel images and library handles (outside the allocator).
+    nccl_gib: NCCL communicator buffers for the TP/CP/DP/EP/PP groups (outside the allocator).
+    deepep_buffer_gib: DeepEP normal-mode NVL/RDMA buffers (flex dispatcher, DeepEP backend).
+    hybridep_buffer_factor: HybridEP buffers as this many copies of group × local tokens × h × 2.
+    cuda_graph_static_copies: copies of each captured module's static inputs and outputs.
+    backward_workspace_layers: layers' worth of activations alive as gradients and recomputed
+        tensors while one layer runs backward.
+    flash_attention: fused/flash attention (no s² score tensors) — TE picks it for bf16.
+    headroom_gib: memory to keep free on top of everything (other processes, safety).
+    """
+
+    routing_imbalance: float = 1.3
+    fragmentation: float = 0.08
+    cuda_context_gib: float = 0.75
+    nccl_gib: float = 1.0
+    deepep_buffer_gib: float = 1.0
+    hybridep_buffer_factor: float = 2.0
+    cuda_graph_static_copies: float = 1.0
+    backward_workspace_layers: float = 1.0
+    flash_attention: bool = True
+    headroom_gib: float = 0.0
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named contribution to a stage's memory.
+
+    kind: ``state`` (weights/grads/optimizer, alive all step), ``activation`` (forward/backward
+    phase), ``step`` (optimizer-step transient, not concurrent with activations), ``fixed``
+    (device memory outside PyTorch's allocator) or ``margin`` (fragmentation).
+    """
+
+    name: str
+    gib: float
+    derivation: str
+    kind: str = "state"
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    """Peak of one pipeline rank: allocated tensors and the device total incl. fixed costs.
+
+    ``forward_backward_gib`` and ``step_gib`` are the allocated totals of the two phases
+    (states plus activations, states plus optimizer-step transients); the peak is the larger.
+    """
+
+    stage: int
+    terms: tuple[Term, ...]
+    total_gib: float
+    allocated_gib: float
+    peak_phase: str
+    forward_backward_gib: float = 0.0
+    step_gib: float = 0.0
+
+    def term(self, name: str) -> Term | None:
+        """The term called ``name``, if the stage has one."""
+        return next((t for t in self.terms if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """All stages, the worst one, the capacity it is judged against and the assumptions."""
+
+    stages: tuple[StageEstimate, ...]
+    worst: StageEstimate
+    capacity_gib: float | None
+    usable_gib: float | None
+    assumptions: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool | None:
+        """True/False against the usable capacity, None when no GPU capacity is known."""
+        return None if self.usable_gib is None else self.worst.total_gib <= self.usable_gib
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A config change and what it does to the worst stage's peak (negative = saves)."""
+
+    name: str
+    delta_gib: float
+    requires: str
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the config
+# --------------------------------------------------------------------------------------------
+
+_DTYPE_BYTES = {
+    "float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
+    "half": 2, "uint8": 1, "fp8": 1, "float8": 1, "float8_e4m3fn": 1, "int16": 2,
+}  # fmt: skip
+
+
+def _dtype_bytes(value: Any, default: int) -> int:
+    """Bytes per element of a dtype written as ``torch.bfloat16``, ``bf16``, ``fp32``..."""
+    if value is None:
+        return default
+    if isinstance(value, Mapping):  # full dumps write dtypes as {_target_: torch.float32}
+        value = value.get("_target_", "")
+    key = str(value).lower().replace("torch.", "").strip()
+    return _DTYPE_BYTES.get(key, default)
+
+
+class _Values:
+    """Dotted-key access that tolerates the same field living in several sections."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.values = values
+
+    def get(self, *keys: str, default: Any = None) -> Any:
+        for key in keys:
+            value = self.values.get(key)
+            if value is not None:
+                return value
+        return default
+
+    def flag(self, *keys: str, default: bool = False) -> bool:
+        return bool(self.get(*keys, default=default))
+
+
+@dataclass
+class _Ctx:
+    """Everything the terms need, resolved once (sizes, dtypes, recompute, schedule)."""
+
+    arch: Arch
+    v: _Values
+    settings: MemorySettings
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    dp: int
+    edp: int
+    vpp: int
+    sp: bool
+    seq: int
+    mbs: int
+    microbatches: int
+    world: int
+    assumptions: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if text not in self.assumptions:
+            self.assumptions.append(text)
+
+    @property
+    def tokens(self) -> float:
+        """N: tokens of one micro-batch on one CP rank (TP regions hold all of them)."""
+        return self.seq * self.mbs / self.cp
+
+    @property
+    def sp_tokens(self) -> float:
+        """Tokens per rank in sequence-parallel regions (norms, residual, router)."""
+        return self.tokens / self.tp if self.sp else self.tokens
+
+
+def _int_fact(facts: Mapping[str, Any], v: _Values, name: str, *keys: str, default: int) -> int:
+    """A derived size from facts, else the config field, else Megatron's default."""
+    value = facts.get(name)
+    if value is None:
+        value = v.get(*keys, default=default)
+    return int(value)
+
+
+def _context(values: Mapping[str, Any], facts: Mapping[str, Any], s: MemorySettings) -> _Ctx:
+    """Resolve parallel sizes and batch shape from facts (preferred) and values."""
+    v = _Values(values)
+    try:
+        arch = Arch.from_mapping(values)
+    except (KeyError, ValueError) as exc:
+        raise MemoryInputError(str(exc).strip("'\"")) from None
+    tp = _int_fact(facts, v, "tp", "model.tensor_model_parallel_size", default=1)
+    pp = _int_fact(facts, v, "pp", "model.pipeline_model_parallel_size", default=1)
+    cp = _int_fact(facts, v, "cp", "model.context_parallel_size", default=1)
+    ep = _int_fact(facts, v, "ep", "model.expert_model_parallel_size", default=1)
+    etp_default = 1 if ep > 1 else tp  # Bridge: ETP = 1 when EP > 1, else Megatron's ETP = TP
+    etp = _int_fact(facts, v, "etp", "model.expert_tensor_parallel_size", default=etp_default)
+    world = int(facts.get("world") or pp * math.lcm(tp * cp, etp * ep))
+    dp = int(facts.get("dp") or max(1, world // (tp * pp * cp)))
+    edp = int(facts.get("edp") or max(1, world // (etp * ep * pp)))
+    sp = facts.get("sp")
+    if sp is None:
+        sp = bool(v.get("model.sequence_parallel", default=tp > 1))
+    vpp = int(facts.get("vpp") or v.get("model.virtual_pipeline_model_parallel_size") or 1)
+    seq, mbs, m, notes = _batch(facts, v, dp, pp * vpp)
+    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(sp and tp > 1), seq, mbs, m,
+               world)  # fmt: skip
+    for text in (*notes, *arch.assumed):
+        ctx.note(text)
+    return ctx
+
+
+def _batch(
+    facts: Mapping[str, Any], v: _Values, dp: int, fill: int
+) -> tuple[int, int, int, list[str]]:
+    """Sequence length, micro-batch size and micro-batches per step (with what was assumed)."""
+    seq = facts.get("seq") or v.get("model.seq_length", "dataset.seq_length")
+    if seq is None:
+        raise MemoryInputError("the sequence length (model.seq_length) is needed")
+    notes: list[str] = []
+    mbs = facts.get("mbs") or v.get("train.micro_batch_size")
+    if mbs is None:
+        mbs = 1
+        notes.append("micro_batch_size unknown -> 1")
+    m = facts.get("microbatches")
+    if m is None:
+        gbs = facts.get("gbs") or v.get("train.global_batch_size")
+        m = max(1, int(gbs) // (int(mbs) * dp)) if gbs else fill
+        if not gbs:
+            notes.append(f"global batch size unknown -> {m} micro-batches (enough to fill PP)")
+    return int(seq), int(mbs), int(m), notes
+
+
+# --------------------------------------------------------------------------------------------
+# Pipeline placement
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stage:
+    """What one PP rank holds: layer indices per virtual chunk, embedding, head, MTP depths."""
+
+    rank: int
+    chunks: list[list[int]] = field(default_factory=list)
+    embedding: bool = False
+    head: bool = False
+    mtp: int = 0
+
+    @property
+    def layers(self) -> list[int]:
+        return [i for chunk in self.chunks for i in chunk]
+
+
+def _virtual_counts(ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
+    """Transformer layers and E/L/m markers per virtual stage (stage s = chunk·PP + rank)."""
+    layout = ctx.v.get("model.pipeline_model_parallel_layout")
+    if layout:
+        return _layout_counts(layout, ctx)
+    n, pp, vpp = ctx.arch.num_layers, ctx.pp, ctx.vpp
+    stages = pp * vpp
+    marks: list[set[str]] = [set() for _ in range(stages)]
+    marks[0].add("E")
+    marks[-1].update({"L"} | ({"m"} if ctx.arch.mtp_num_layers else set()))
+    first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
+    last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
+    if first is not None or last is not None:
+        return _uneven_counts(ctx, first, last), marks
+    emb = ctx.v.flag("model.account_for_embedding_in_pipeline_split")
+    loss = ctx.v.flag("model.account_for_loss_in_pipeline_split")
+    total = n + int(emb) + int(loss)
+    base, extra = divmod(total, stages)
+    if extra:
+        ctx.note(f"{n} layers do not split evenly over {stages} virtual stages; spread unevenly")
+    counts = [base + (1 if i < extra else 0) for i in range(stages)]
+    counts[0] -= int(emb)
+    counts[-1] -= int(loss)
+    return counts, marks
+
+
+def _uneven_counts(ctx: _Ctx, first: Any, last: Any) -> list[int]:
+    """num_layers_in_first/last_pipeline_stage: the middle ranks share the rest evenly."""
+    pp, vpp = ctx.pp, ctx.vpp
+    per_rank = [0] * pp
+    middle = [r for r in range(pp) if not (r == 0 and first is not None)
+              and not (r == pp - 1 and last is not None)]  # fmt: skip
+    rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
+    if rest < 0 or (rest and not middle):
+        raise MemoryInputError(f"first/last stage layers leave {rest} for {len(middle)} ranks")
+    if first is not None:
+        per_rank[0] = int(first)
+    if last is not None:
+        per_rank[-1] = int(last)
+    for j, r in enumerate(middle):
+        per_rank[r] = rest // len(middle) + (1 if j < rest % len(middle) else 0)
+    counts = [0] * (pp * vpp)
+    for r, total in enumerate(per_rank):
+        for c in range(vpp):
+            counts[c * pp + r] = total // vpp + (1 if c < total % vpp else 0)
+    return counts
+
+
+def _layout_counts(layout: Any, ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
+    """``pipeline_model_parallel_layout`` as a string (``Et|(tt|)*30mL``) or a list of lists."""
+    if isinstance(layout, str):
+        from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+
+        try:
+            stages = list(parse_layout(layout).stages)
+        except LayoutError as exc:
+            raise MemoryInputError(f"pipeline_model_parallel_layout: {exc}") from None
+    else:
+        names = {"embedding": "E", "decoder": "t", "loss": "L", "mtp": "m"}
+        stages = ["".join(names.get(str(x), "?") for x in chunk) for chunk in layout]
+    if len(stages) != ctx.pp * ctx.vpp:
+        ctx.vpp = max(1, len(stages) // ctx.pp)
+        ctx.note(f"VPP taken from the layout: {len(stages)} stages / PP {ctx.pp} = {ctx.vpp}")
+    counts = [stage.count("t") for stage in stages]
+    marks = [{c for c in stage if c in "ELm"} for stage in stages]
+    return counts, marks
+
+
+def _check_stage_layers(ctx: _Ctx, stages: list[_Stage], facts: Mapping[str, Any]) -> None:
+    """Note when derive's per-rank layer counts disagree with this placement."""
+    expected = facts.get("stage_layers")
+    got = [len(s.layers) for s in stages]
+    if isinstance(expected, list | tuple) and list(expected) != got:
+        ctx.note(f"layers per rank {got} differ from the derived stage_layers {list(expected)}")
+
+
+def _placement(ctx: _Ctx) -> list[_Stage]:
+    """Assign layer indices to ranks in virtual-stage order; embedding, head and MTP too."""
+    counts, marks = _virtual_counts(ctx)
+    if sum(counts) != ctx.arch.num_layers:
+        raise MemoryInputError(
+            f"the pipeline split places {sum(counts)} layers but the model has "
+            f"{ctx.arch.num_layers}"
+        )
+    stages = [_Stage(r, [[] for _ in range(ctx.vpp)]) for r in range(ctx.pp)]
+    next_layer = 0
+    for s, count in enumerate(counts):
+        chunk, rank = divmod(s, ctx.pp)
+        stage = stages[rank]
+        stage.chunks[chunk] = list(range(next_layer, next_layer + count))
+        next_layer += count
+        stage.embedding |= "E" in marks[s]
+        stage.head |= "L" in marks[s]
+        if "m" in marks[s]:
+            stage.mtp = ctx.arch.mtp_num_layers
+    return stages
+
+
+# --------------------------------------------------------------------------------------------
+# States: weights, gradients, optimizer
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RankParams:
+    """Parameters held by one rank: dense (after TP) and routed experts (after EP·ETP)."""
+
+    dense: float
+    expert: float
+    detail: str
+
+
+def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _RankParams:
+    """Sum the rank's layers, embedding, output and MTP; experts are E/EP per rank, ÷ETP."""
+    a, tp = ctx.arch, ctx.tp
+    # The sum of params[i].dense over the layers, without a Part object per layer.
+    layers_total = layers_sharded = 0
+    for i in stage.layers:
+        lp = params[i]
+        layers_total += lp.attention.total + lp.dense_mlp.total + lp.moe_other.total
+        layers_sharded += lp.attention.sharded + lp.dense_mlp.sharded + lp.moe_other.sharded
+    dense = Part(layers_total, layers_sharded)
+    expert_layers = sum(1 for i in stage.layers if params[i].ffn == "moe")
+    per_expert = expert_params(a) if a.num_moe_experts else 0
+    experts_per_rank = (a.num_moe_experts or 0) / ctx.ep
+    vocab = a.padded_vocab(tp)
+    emb = vocab * a.hidden_size
+    parts = [f"{len(stage.layers)} layers"]
+    extra_sharded = 0.0
+    extra_replicated = 0.0
+    if stage.embedding:
+        extra_sharded += emb
+        parts.append("embedding")
+    if stage.head:
+        tied_single = a.share_embeddings_and_output_weights and stage.embedding
+        extra_sharded += 0 if tied_single else emb
+        extra_replicated += a.norm_params
+        parts.append("output layer")
+    if stage.mtp:
+        mtp = mtp_layer_params(a)
+        extra = mtp_extra_params(a)
+        dense_mtp = mtp.dense + extra
+        extra_sharded += stage.mtp * dense_mtp.sharded
+        extra_replicated += stage.mtp * dense_mtp.replicated
+        expert_layers += stage.mtp if mtp.ffn == "moe" else 0
+        tied_copy = a.share_embeddings_and_output_weights and stage.head
+        if not stage.embedding and not tied_copy:
+            extra_sharded += emb  # MTP re-embeds tokens: the last stage keeps its own copy
+        parts.append(f"{stage.mtp} MTP depth(s)")
+    dense_total = (dense.sharded + extra_sharded) / tp + dense.replicated + extra_replicated
+    expert_total = expert_layers * experts_per_rank * per_expert / ctx.etp
+    detail = (
+        f"{', '.join(parts)}: dense {dense_total / 1e9:.3f} B (TP-split ÷{tp}), "
+        f"experts {expert_layers} layers × {experts_per_rank:g} experts × {per_expert:,} / "
+        f"ETP {ctx.etp} = {expert_total / 1e9:.3f} B"
+    )
+    return _RankParams(dense_total, expert_total, detail)
+
+
+@dataclass(frozen=True)
+class _Bytes:
+    """Bytes per parameter for each state, the step transients and the shard groups.
+
+    ``step_grad`` is an fp32 copy of every gradient shard made for the optimizer step;
+    ``step_group`` is TE FusedAdam's fp32 copy of low-precision states, made for one parameter
+    group at a time (so only the largest group, dense or expert, counts).
+    """
+
+    weight: float
+    grad: float
+    master: float
+    moments: float
+    step_grad: float
+    step_group: float
+    d_dense: float
+    d_expert: float
+    offload: float
+    shard_weights: bool
+    shard_grads: bool
+    why: str
+
+
+def _precision(ctx: _Ctx) -> tuple[str, float]:
+    """Parameter dtype and bytes; FP8 params keep a 1-byte copy plus a 1-byte transpose cache."""
+    v = ctx.v
+    recipe = str(v.get("mixed_precision", default="")).lower()
+    fp8 = v.get("model.fp8", "mixed_precision.fp8") or "fp8" in recipe
+    fp8_params = v.flag("mixed_precision.fp8_param_gather", "mixed_precision.fp8_param",
+                        "model.fp8_param", "ddp.fp8_param_gather")  # fmt: skip
+    if fp8 and fp8_params:
+        return "fp8", 2.0
+    if v.flag("model.fp16", "mixed_precision.fp16") or recipe.startswith("fp16"):
+        return "fp16", 2.0
+    if not (v.flag("model.bf16", "mixed_precision.bf16") or recipe.startswith("bf16")):
+        ctx.note("no bf16/fp16 flag -> bf16 weights assumed (every Bridge MoE recipe)")
+    return "bf16", 2.0
+
+
+def _grad_bytes(ctx: _Ctx) -> float:
+    """Gradient buffer dtype: fp32 with grad_reduce_in_fp32 (Bridge bf16_mixed default)."""
+    value = ctx.v.get("ddp.grad_reduce_in_fp32", "mixed_precision.grad_reduce_in_fp32")
+    if value is None:
+        recipe = str(ctx.v.get("mixed_precision", default="bf16_mixed")).lower()
+        value = not recipe.startswith("fp16")
+        ctx.note(f"grad_reduce_in_fp32 unset -> {value} (Bridge {recipe or 'bf16_mixed'})")
+    return 4.0 if value else 2.0
+
+
+def _state_bytes(ctx: _Ctx) -> _Bytes:
+    """Bytes per parameter of weights, grads, master params and Adam moments, with shards."""
+    v = ctx.v
+    _, weight = _precision(ctx)
+    grad = _grad_bytes(ctx)
+    distributed = v.flag("ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer")
+    instances = int(v.get("ddp.num_distributed_optimizer_instances", default=1))
+    d_dense = ctx.dp * ctx.cp / instances if distributed else 1.0
+    d_expert = ctx.edp / instances if distributed else 1.0
+    aware = v.flag("optimizer.use_precision_aware_optimizer")
+    step_group = 0.0
+    if aware:
+        main = _dtype_bytes(v.get("optimizer.main_params_dtype"), 4)
+        remainders = v.get("optimizer.store_param_remainders", default=True)
+        master = 2.0 if (main == 4 and remainders and weight == 2) else float(main)
+        m_bytes = _dtype_bytes(v.get("optimizer.exp_avg_dtype"), 4)
+        v_bytes = _dtype_bytes(v.get("optimizer.exp_avg_sq_dtype"), 4)
+        moments = float(m_bytes + v_bytes)
+        # FusedAdam.step unscales non-fp32 states to fp32 for a whole group before its kernel.
+        step_group = 4.0 * ((m_bytes != 4) + (v_bytes != 4) + (master not in (2.0, 4.0)))
+        main_grad = _dtype_bytes(v.get("optimizer.main_grads_dtype"), 4)
+        step_grad = float(main_grad) if main_grad > grad else 0.0
+        why = f"precision-aware Adam: master {master:g} B, moments {moments:g} B"
+    else:
+        master, moments = 4.0, 8.0
+        step_grad = 4.0 if grad < 4 else 0.0
+        why = "Adam: fp32 master 4 B + m 4 B + v 4 B"
+    offload = 0.0
+    if v.flag("optimizer.optimizer_cpu_offload"):
+        offload = float(v.get("optimizer.optimizer_offload_fraction", default=0.0))
+        if not distributed:
+            ctx.note("optimizer_cpu_offload requires the distributed optimizer")
+    strategy = str(v.get("ddp.data_parallel_sharding_strategy", default="no_shard"))
+    fsdp = v.flag("ddp.use_megatron_fsdp", "dist.use_megatron_fsdp")
+    return _Bytes(
+        weight, grad, master, moments, step_grad, step_group, d_dense, d_expert, offload,
+        shard_weights=fsdp and strategy == "optim_grads_params",
+        shard_grads=fsdp and strategy in ("optim_grads", "optim_grads_params"),
+        why=why,
+    )  # fmt: skip
+
+
+def _state_terms(ctx: _Ctx, rp: _RankParams, b: _Bytes) -> list[Term]:
+    """Weights, gradients, master params and moments; offload moves moments to the host."""
+
+    def sharded(bytes_per: float, shard: bool) -> tuple[float, str]:
+        dd, de = (b.d_dense, b.d_expert) if shard else (1.0, 1.0)
+        value = rp.dense * bytes_per / dd + rp.expert * bytes_per / de
+        return value, f"({rp.dense / 1e9:.3f} B / {dd:g} + {rp.expert / 1e9:.3f} B / {de:g})"
+
+    w, w_how = sharded(b.weight, b.shard_weights)
+    g, g_how = sharded(b.grad, b.shard_grads)
+    m, m_how = sharded(b.master, True)
+    mo, mo_how = sharded(b.moments, True)
+    kept = 1.0 - b.offload
+    terms = [
+        Term("weights", w / GIB, f"{w_how} × {b.weight:g} B; {rp.detail}"),
+        Term("gradients", g / GIB, f"{g_how} × {b.grad:g} B (grad buffer)"),
+        Term("optimizer master params", m / GIB,
+             f"{m_how} × {b.master:g} B; dense shard DP·CP = {b.d_dense:g}, expert shard "
+             f"EDP = {b.d_expert:g}"),
+        Term("optimizer moments", mo * kept / GIB,
+             f"{mo_how} × {b.moments:g} B × (1 − offload {b.offload:g}); {b.why}"),
+    ]  # fmt: skip
+    if b.step_grad:
+        sg, sg_how = sharded(b.step_grad, True)
+        terms.append(Term("optimizer-step fp32 grad copy", sg / GIB,
+                          f"{sg_how} × {b.step_grad:g} B: DistributedOptimizer casts each "
+                          "gradient shard to fp32 for the step", "step"))  # fmt: skip
+    if b.step_group:
+        dense, expert = rp.dense / b.d_dense, rp.expert / b.d_expert
+        value = max(dense, expert) * b.step_group * (1.0 - b.offload)
+        terms.append(Term("optimizer-step fp32 state copies", value / GIB,
+                          f"max(dense {dense / 1e9:.3f} B, experts {expert / 1e9:.3f} B) × "
+                          f"{b.step_group:g} B: TE FusedAdam.step unscales bf16/fp16 states to "
+                          "fp32 for a whole parameter group", "step"))  # fmt: skip
+    return terms
+
+
+# --------------------------------------------------------------------------------------------
+# Activations
+# --------------------------------------------------------------------------------------------
+
+Pieces = dict[str, float]
+
+#: Selective-recompute modules -> the saved pieces they drop (docs/domain/02 §4.4).
+RECOMPUTE_DROPS: dict[str, tuple[str, ...]] = {
+    "core_attn": ("attn_scores",),
+    "layernorm": ("norm_out", "mlp_norm_out"),
+    "mla_up_proj": ("mla_up",),
+    "moe_act": ("routed_act",),
+    "shared_experts": ("shared_fc1", "shared_act"),
+    "mlp": ("mlp_fc1", "mlp_act"),
+    "moe": ("router", "routed_in", "routed_fc1", "routed_act", "routed_probs", "shared_fc1",
+            "shared_act"),
+    "gdn_norm_out": ("gdn_norm_out",),
+}  # fmt: skip
+
+#: Fine-grained activation offload module names -> the pieces they move to the host.
+OFFLOAD_PIECES: dict[str, tuple[str, ...]] = {
+    "expert_fc1": ("routed_in",),
+    "moe_act": ("routed_act",),
+    "attn_proj": ("attn_out",),
+    "core_attn": ("qkv", "mla_up"),
+    "attn_norm": ("norm_out",),
+    "mlp_norm": ("mlp_norm_out",),
+}
+
+
+def _rho(ctx: _Ctx) -> tuple[float, str]:
+    """Routing imbalance ρ on routed tensors: setting, capped by capacity factors and EP."""
+    a, s = ctx.arch, ctx.settings
+    k, e = a.moe_router_topk, a.num_moe_experts or 1
+    rho = s.routing_imbalance
+    why = f"ρ = {rho:g} (setting)"
+    bound = ctx.ep * min(k, e / ctx.ep) / k
+    if rho > bound:
+        rho, why = bound, f"ρ = {bound:g}: EP {ctx.ep} ranks can receive at most this share"
+    cf = ctx.v.get("model.moe_expert_capacity_factor")
+    if cf is not None and float(cf) > 0:
+        if ctx.v.flag("model.moe_pad_expert_input_to_capacity"):
+            rho, why = float(cf), f"ρ = capacity factor {cf} (padded to capacity)"
+        elif float(cf) < rho:
+            rho, why = float(cf), f"ρ = capacity factor {cf} (tokens beyond capacity dropped)"
+    rank_cf = ctx.v.get("model.moe_expert_rank_capacity_factor")
+    if rank_cf is not None and float(rank_cf) > 0:
+        rho, why = float(rank_cf), f"ρ = rank capacity factor {rank_cf} (fixed receive buffer)"
+    return rho, why
+
+
+def _mixer_pieces(ctx: _Ctx, mixer: str) -> Pieces:
+    """Saved bytes of one layer's token mixer for one micro-batch, with its pre-norm."""
+    h, ns = ctx.arch.hidden_size, ctx.sp_tokens
+    out: Pieces = {"norm_in": 2 * h * ns, "norm_out": 2 * h * ns}
+    out.update(_MIXER_PIECES[mixer](ctx))
+    return out
+
+
+def _scores(ctx: _Ctx) -> Pieces:
+    """Unfused attention keeps softmax output and scores (s² per head); flash keeps none."""
+    if ctx.settings.flash_attention:
+        return {}
+    heads = ctx.arch.num_attention_heads
+    return {"attn_scores": 4 * heads * ctx.tokens * ctx.seq * ctx.mbs / ctx.tp}
+
+
+def _gqa_pieces(ctx: _Ctx) -> Pieces:
+    """GQA/MHA with flash attention: Q, K, V (KV heads replicated when TP > groups), output,
+    fp32 softmax statistics, and the output gate when attention_output_gate is on."""
+    a, t, n = ctx.arch, ctx.tp, ctx.tokens
+    d, heads = a.kv_channels, a.num_attention_heads
+    kv_heads = max(a.num_query_groups / t, 1.0)
+    out = {
+        "qkv": 2 * d * heads * n / t + 2 * 2 * d * kv_heads * n,
+        "attn_out": 2 * heads * d * n / t,
+        "lse": 4 * heads * n / t,
+    }
+    if a.attention_output_gate:
+        out["attn_gate"] = 2 * 2 * heads * d * n / t
+    return {**out, **_scores(ctx)}
+
+
+def _mla_pieces(ctx: _Ctx) -> Pieces:
+    """MLA: q latent (SP-local), kv latent gathered over TP before its norm, up-projected
+    Q/K/V (what mla_up_proj recompute drops), output and softmax statistics."""
+    a, t, n, ns = ctx.arch, ctx.tp, ctx.tokens, ctx.sp_tokens
+    heads = a.num_attention_heads
+    qk = a.qk_head_dim + a.qk_pos_emb_head_dim
+    out: Pieces = {}
+    if a.q_lora_rank:
+        out["mla_latent_q"] = 2 * 2 * a.q_lora_rank * ns
+    latent = a.kv_lora_rank + a.qk_pos_emb_head_dim
+    out["mla_latent_kv"] = 2 * latent * n + 2 * a.kv_lora_rank * n
+    out["mla_up"] = 2 * heads * (2 * qk + a.v_head_dim) * n / t
+    out["attn_out"] = 2 * heads * a.v_head_dim * n / t
+    out["lse"] = 4 * heads * n / t
+    return {**out, **_scores(ctx)}
+
+
+def _gdn_pieces(ctx: _Ctx) -> Pieces:
+    """Gated DeltaNet: conv input/output, z and gates, core output, gated-norm output.
+
+    The chunked delta-rule kernel saves its inputs and recomputes the per-chunk states in
+    backward, so no state tensors are kept.
+    """
+    a, t, n = ctx.arch, ctx.tp, ctx.tokens
+    k = a.linear_num_key_heads * a.linear_key_head_dim
+    v = a.linear_num_value_heads * a.linear_value_head_dim
+    return {
+        "gdn_conv": 2 * 2 * (2 * k + v) * n / t,
+        "gdn_gates": (2 * v + 12 * a.linear_num_value_heads) * n / t,
+        "gdn_core_out": 2 * v * n / t,
+        "gdn_norm_out": 2 * v * n / t,
+    }
+
+
+def _mamba_pieces(ctx: _Ctx) -> Pieces:
+    """Mamba-2: conv input/output, z and dt, scan output y, gated-norm output (scan states are
+    recomputed in backward)."""
+    a, t, n = ctx.arch, ctx.tp, ctx.tokens
+    d_in = a.mamba_num_heads * a.mamba_head_dim
+    gs = a.mamba_num_groups * a.mamba_state_dim
+    return {
+        "mamba_conv": 2 * 2 * (d_in + 2 * gs) * n / t,
+        "mamba_gates": (2 * d_in + 4 * a.mamba_num_heads) * n / t,
+        "mamba_y": 2 * d_in * n / t,
+        "mamba_norm_out": 2 * d_in * n / t,
+    }
+
+
+_MIXER_PIECES = {"gqa": _gqa_pieces, "mla": _mla_pieces, "gdn": _gdn_pieces,
+                 "mamba": _mamba_pieces}  # fmt: skip
+
+
+def _unfused_glu(ctx: _Ctx) -> bool:
+    """Dense/shared SwiGLU without bias_activation_fusion also saves the silu output."""
+    return ctx.arch.gated_linear_unit and not ctx.v.flag("model.bias_activation_fusion")
+
+
+def _dense_pieces(ctx: _Ctx) -> Pieces:
+    """Dense MLP: pre-MLP norm input/output, fc1 output, activation output."""
+    a, t, n, ns = ctx.arch, ctx.tp, ctx.tokens, ctx.sp_tokens
+    f, h = a.ffn_hidden_size, a.hidden_size
+    out = {"mlp_norm_in": 2 * h * ns, "mlp_norm_out": 2 * h * ns}
+    out["mlp_fc1"] = 2 * (2 if a.gated_linear_unit else 1) * f * n / t
+    out["mlp_act"] = 2 * f * n / t * (2 if _unfused_glu(ctx) else 1)
+    return out
+
+
+def _moe_pieces(ctx: _Ctx, rho: float) -> Pieces:
+    """MoE: norm, fp32 router tensors, routed copies (k·ETP·ρ per token), shared expert."""
+    a, t, n, ns = ctx.arch, ctx.tp, ctx.tokens, ctx.sp_tokens
+    h, k, e = a.hidden_size, a.moe_router_topk, a.num_moe_experts or 0
+    f = a.expert_ffn
+    copies = rho * min(k, e) * ctx.etp * ns
+    width = a.moe_latent_size or h
+    out = {"mlp_norm_in": 2 * h * ns, "mlp_norm_out": 2 * h * ns, "router": 9 * e * ns}
+    out["routed_in"] = 2 * width * copies
+    if ctx.v.flag("model.moe_apply_probs_on_input"):
+        out["routed_in"] += 2 * width * copies
+    out["routed_fc1"] = 2 * (2 if a.gated_linear_unit else 1) * f / ctx.etp * copies
+    out["routed_act"] = 2 * f / ctx.etp * copies
+    out["routed_probs"] = 4 * copies
+    fs = a.moe_shared_expert_intermediate_size
+    if fs:
+        out["shared_fc1"] = 2 * (2 if a.gated_linear_unit else 1) * fs * n / t
+        out["shared_act"] = 2 * fs * n / t * (2 if _unfused_glu(ctx) else 1)
+    return out
+
+
+def _dropout_pieces(ctx: _Ctx, sites: int) -> Pieces:
+    """1-byte dropout masks after attention and MLP when hidden_dropout > 0."""
+    p = float(ctx.v.get("model.hidden_dropout", default=0.0) or 0.0)
+    return {"dropout": sites * ctx.arch.hidden_size * ctx.sp_tokens} if p > 0 else {}
+
+
+def layer_pieces(ctx: _Ctx, mixer: str, ffn: str, rho: float) -> Pieces:
+    """All saved tensors of one layer for one micro-batch, before recompute."""
+    out: Pieces = {}
+    if mixer != "none":
+        out.update(_mixer_pieces(ctx, mixer))
+    if ffn == "dense":
+        out.update(_dense_pieces(ctx))
+    elif ffn == "moe":
+        out.update(_moe_pieces(ctx, rho))
+    out.update(_dropout_pieces(ctx, (mixer != "none") + (ffn != "none")))
+    return _fp8_storage(ctx, out)
+
+
+def _recompute_modules(ctx: _Ctx) -> list[str]:
+    """Selective modules in effect (Megatron defaults None to [core_attn])."""
+    v = ctx.v
+    modules = v.get("model.recompute_modules")
+    if v.get("model.recompute_granularity") != "selective":
+        return ["moe"] if v.flag("model.moe_layer_recompute") else []
+    return ["core_attn"] if modules is None else [str(m) for m in modules]
+
+
+#: GEMM inputs Transformer Engine keeps as 1-byte FP8 copies (instead of bf16) under FP8.
+FP8_SAVED = ("norm_out", "mlp_norm_out", "routed_in", "routed_act", "mlp_act", "shared_act",
+             "gdn_norm_out", "mamba_norm_out")  # fmt: skip
+
+
+def _fp8_storage(ctx: _Ctx, pieces: Pieces) -> Pieces:
+    """FP8 training saves GEMM inputs in FP8 (half the bytes); the attention output is kept in
+    bf16 by flash attention and once more in FP8 by the output projection."""
+    if not (ctx.v.get("model.fp8", "mixed_precision.fp8") or ctx.v.get("model.fp4")):
+        return pieces
+    out = {k: (v / 2 if k in FP8_SAVED else v) for k, v in pieces.items()}
+    if "attn_out" in out:
+        out["attn_out"] *= 1.5
+    if ctx.v.flag("model.activation_func_fp8_input_store"):
+        for key in ("routed_fc1", "mlp_fc1", "shared_fc1"):
+            if key in out:
+                out[key] /= 2
+    return out
+
+
+def _after_recompute(pieces: Pieces, modules: list[str]) -> Pieces:
+    """Drop what the selective-recompute modules discard (nested modules simply overlap)."""
+    dropped = {name for m in modules for name in RECOMPUTE_DROPS.get(m, ())}
+    return {k: v for k, v in pieces.items() if k not in dropped}
+
+
+def _after_offload(ctx: _Ctx, pieces: Pieces) -> Pieces:
+    """Fine-grained activation offload moves a fraction of the named modules' tensors."""
+    if not ctx.v.flag("model.fine_grained_activation_offloading"):
+        return pieces
+    fraction = float(ctx.v.get("model.activation_offload_fraction", default=1.0))
+    names = {p for m in ctx.v.get("model.offload_modules", default=[]) or []
+             for p in OFFLOAD_PIECES.get(str(m), ())}  # fmt: skip
+    return {k: (v * (1 - fraction) if k in names else v) for k, v in pieces.items()}
+
+
+def in_flight(ctx: _Ctx, rank: int) -> tuple[float, str]:
+    """Micro-batches whose activations a rank holds at its peak (1F1B / interleaved)."""
+    p, v, m = ctx.pp, ctx.vpp, ctx.microbatches
+    if p == 1:
+        value, why = 1.0, "PP = 1: one micro-batch"
+    elif v == 1:
+        value = float(min(p - rank, m))
+        why = f"1F1B: min(PP − rank, M) = min({p} − {rank}, {m})"
+    else:
+        value = min((p * (v - 1) + 2 * (p - rank) - 1) / v, float(m))
+        why = f"interleaved: (PP·(v−1) + 2(PP − rank) − 1)/v, v = {v}"
+    if ctx.v.flag("model.overlap_moe_expert_parallel_comm") and ctx.arch.is_moe and p > 1:
+        # The A2A-overlap schedule runs one chunk's forward next to another's backward. With
+        # PP = 1 they interleave layer by layer (one extra layer: the backward workspace).
+        value += 1.0 / v
+        why += " + 1/v (EP-overlap keeps one extra chunk)"
+    return value, why
+
+
+def _full_recompute(ctx: _Ctx, stage: _Stage, full: list[float]) -> tuple[float, float, str]:
+    """Stored bytes per micro-batch and the one-time recompute working set (full granularity)."""
+    h, ns = ctx.arch.hidden_size, ctx.sp_tokens
+    ckpt = 2 * h * ns / (ctx.tp if ctx.v.flag("model.distribute_saved_activations") else 1)
+    method = ctx.v.get("model.recompute_method", default="uniform")
+    n = int(ctx.v.get("model.recompute_num_layers", default=1) or 1)
+    index = {layer: j for j, layer in enumerate(stage.layers)}
+    stored, work = 0.0, 0.0
+    for chunk in stage.chunks:
+        sizes = [full[index[i]] for i in chunk]
+        if method == "block":
+            stored += ckpt * min(n, len(sizes)) + sum(sizes[n:])
+            work = max([work, *sizes[:n]])
+        else:
+            groups = [sizes[j : j + n] for j in range(0, len(sizes), n)]
+            stored += ckpt * len(groups)
+            work = max([work, *(sum(g) for g in groups)])
+    why = f"full recompute ({method}, {n} layer(s)): chunk inputs 2h·T kept, one chunk replayed"
+    return stored, work, why
+
+
+def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], list[float]]:
+    """Per-layer saved bytes after recompute/offload, and the full (pre-recompute) sizes."""
+    modules = _recompute_modules(ctx)
+    kept: list[float] = []
+    full: list[float] = []
+    # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
+    # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
+    by_kind: dict[tuple[str, str], tuple[float, float]] = {}
+    for i in stage.layers:
+        mixer, ffn = ctx.arch.layers[i]
+        kind = (mixer, ffn)
+        sizes = by_kind.get(kind)
+        if sizes is None:
+            pieces = layer_pieces(ctx, mixer, ffn, rho)
+            sizes = (
+                sum(pieces.values()),
+                sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()),
+            )
+            by_kind[kind] = sizes
+        full.append(sizes[0])
+        kept.append(sizes[1])
+    return kept, full
+
+
+def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
+    """Layer activations × in-flight micro-batches, head/loss, MTP, backward workspace."""
+    rho, rho_why = _rho(ctx) if ctx.arch.is_moe else (1.0, "")
+    kept, full = _layer_sizes(ctx, stage, rho)
+    flight, flight_why = in_flight(ctx, stage.rank)
+    terms: list[Term] = []
+    if ctx.v.get("model.recompute_granularity") == "full":
+        stored, work, how = _full_recompute(ctx, stage, full)
+        terms.append(
+            Term(
+                "activations (checkpoints)",
+                stored * flight / GIB,
+                f"{how}; × {flight:g} in flight ({flight_why})",
+                "activation",
+            )
+        )
+        terms.append(
+            Term(
+                "recompute working set",
+                work / GIB,
+                "one recompute chunk's full activations during backward",
+                "activation",
+            )
+        )
+    else:
+        stored = _cpu_offload(ctx, kept)
+        modules = _recompute_modules(ctx)
+        shown = f"selective recompute {modules}" if modules else "no recompute"
+        terms.append(Term("activations", stored * flight / GIB,
+                          f"{len(kept)} layers, {_per_token(ctx, stored, len(kept))}, {shown}; "
+                          f"× {flight:g} micro-batches in flight ({flight_why})"
+                          + (f"; routed tensors × {rho_why}" if rho_why else ""),
+                          "activation"))  # fmt: skip
+    if full:
+        work = ctx.settings.backward_workspace_layers * max(full)
+        terms.append(Term("backward workspace", work / GIB,
+                          f"{ctx.settings.backward_workspace_layers:g} × the largest layer "
+                          "(gradients and replayed tensors of the layer in backward)",
+                          "activation"))  # fmt: skip
+    if stage.embedding:
+        terms.append(_data_term(ctx, flight))
+    if stage.head:
+        terms.append(_head_term(ctx, "output layer and loss", 1))
+    if stage.mtp:
+        terms.append(_mtp_term(ctx, stage.mtp, rho))
+    return terms
+
+
+def _per_token(ctx: _Ctx, stored: float, layers: int) -> str:
+    """Bytes per local token per layer, the unit domain/02 §4.4 states its formulas in."""
+    if not layers:
+        return "no layers"
+    per = stored / layers / ctx.sp_tokens
+    return f"{per / 1024:.1f} KiB per local token per layer (T = {ctx.sp_tokens:,.0f})"
+
+
+def _cpu_offload(ctx: _Ctx, kept: list[float]) -> float:
+    """Layer-level activation CPU offload (PP = 1) moves that many layers to the host."""
+    total = sum(kept)
+    if not (ctx.v.flag("model.cpu_offloading") and
+            ctx.v.get("model.cpu_offloading_activations", default=True)):  # fmt: skip
+        return total
+    n = int(ctx.v.get("model.cpu_offloading_num_layers", default=0) or 0)
+    if n <= 0 or not kept:
+        return total
+    moved = sum(kept[:n]) - max(kept[:n])  # one offloaded layer stays resident (double buffer)
+    ctx.note(f"cpu_offloading: activations of {n} layers on the host, one kept for reload")
+    return total - max(moved, 0.0)
+
+
+def _data_term(ctx: _Ctx, flight: float) -> Term:
+    """Token ids, labels, loss mask and position ids of the in-flight micro-batches."""
+    value = 28 * ctx.seq * ctx.mbs / ctx.cp * flight
+    return Term(
+        "input ids / labels",
+        value / GIB,
+        "(8 + 8 + 8 + 4) B per token per micro-batch",
+        "activation",
+    )
+
+
+def _ce_fp32(ctx: _Ctx) -> tuple[bool, str]:
+    """Whether the loss keeps an fp32 copy of the logits (everything but TE's fused CE)."""
+    fused = ctx.v.get("model.cross_entropy_loss_fusion", default=True)
+    impl = str(ctx.v.get("model.cross_entropy_fusion_impl", default="native"))
+    if fused and impl == "te":
+        return False, "TE fused cross entropy writes gradients into the bf16 logits"
+    return True, f"cross entropy ({'fused ' + impl if fused else 'unfused'}) keeps fp32 softmax"
+
+
+def _head_term(ctx: _Ctx, name: str, depths: int) -> Term:
+    """Final norm, bf16 logits and the fp32 cross-entropy copy for ``depths`` heads."""
+    a = ctx.arch
+    vocab = a.padded_vocab(ctx.tp)
+    fp32, why = _ce_fp32(ctx)
+    per_token = 2 * vocab / ctx.tp * ctx.tokens + (4 * vocab / ctx.tp * ctx.tokens if fp32 else 0)
+    norm = 4 * a.hidden_size * ctx.sp_tokens
+    value = depths * (per_token + norm)
+    return Term(name, value / GIB,
+                f"{depths} × (logits 2·V/TP·N{' + fp32 4·V/TP·N' if fp32 else ''} + final norm "
+                f"4h·T), V = {vocab:,}, N = {ctx.tokens:,.0f}; {why}", "activation")  # fmt: skip
+
+
+def _mtp_term(ctx: _Ctx, depths: int, rho: float) -> Term:
+    """Each MTP depth: one more transformer layer, its projections and its own logits."""
+    a = ctx.arch
+    layer = sum(layer_pieces(ctx, a.mtp_mixer, "moe" if a.is_moe else "dense", rho).values())
+    extra = 8 * a.hidden_size * ctx.sp_tokens
+    head = _head_term(ctx, "mtp", depths).gib * GIB
+    value = depths * (layer + extra) + head
+    return Term(f"MTP ({depths} depth(s))", value / GIB,
+                "per depth: one layer + enorm/hnorm/concat 8h·T + its own logits and loss",
+                "activation")  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# CUDA graphs, dispatcher buffers and other fixed costs
+# --------------------------------------------------------------------------------------------
+
+#: Captured module -> (input + output) bytes per local token per layer, as multiples of h.
+_GRAPH_IO = {"attn": 4.0, "mlp": 4.0, "moe": 4.0, "mamba": 4.0, "moe_router": 2.0,
+             "moe_preprocess": 0.0}  # fmt: skip
+
+
+def _graph_modules(ctx: _Ctx) -> list[str]:
+    """Captured modules: cuda_graph_modules, else the deprecated cuda_graph_scope, else a layer."""
+    for key in ("model.cuda_graph_modules", "model.cuda_graph_scope"):
+        value = ctx.v.get(key)
+        if isinstance(value, str):
+            value = [m.strip() for m in value.split(",") if m.strip() and m.strip() != "full"]
+        if value:
+            return [str(m) for m in value]
+    return ["attn", "mlp"]
+
+
+def _graph_term(ctx: _Ctx, stage: _Stage) -> Term | None:
+    """Static input/output buffers of captured CUDA graphs (one set per micro-batch if PP>1)."""
+    impl = str(ctx.v.get("model.cuda_graph_impl", default="none"))
+    if impl == "none":
+        return None
+    a, ns = ctx.arch, ctx.sp_tokens
+    modules = _graph_modules(ctx)
+    per_layer = 0.0
+    for m in modules:
+        per_layer += _GRAPH_IO.get(str(m), 4.0) * a.hidden_size * ns
+        if m == "moe_router":
+            per_layer += 9 * (a.num_moe_experts or 0) * ns
+        if m == "moe_preprocess":
+            per_layer += (a.num_moe_experts or 0) * ns
+    copies = 1.0 if ctx.pp == 1 else in_flight(ctx, stage.rank)[0]
+    if impl == "full_iteration":
+        copies = 1.0
+    value = per_layer * len(stage.layers) * copies * ctx.settings.cuda_graph_static_copies
+    return Term("CUDA-graph static buffers", value / GIB,
+                f"{impl} graphs of {list(modules)}: module inputs/outputs per layer × "
+                f"{len(stage.layers)} layers × {copies:g} graph set(s) (graphs are not shared "
+                "across micro-batches when PP > 1)", "activation")  # fmt: skip
+
+
+def _dispatcher_term(ctx: _Ctx) -> Term | None:
+    """DeepEP / HybridEP communication buffers (allocated outside PyTorch's allocator)."""
+    if not ctx.arch.is_moe or ctx.ep * ctx.etp == 1:
+        return None
+    kind = str(ctx.v.get("model.moe_token_dispatcher_type", default="alltoall"))
+    backend = str(ctx.v.get("model.moe_flex_dispatcher_backend", default="deepep"))
+    deepep = (kind == "flex" and backend == "deepep") or ctx.v.flag("model.moe_enable_deepep")
+    if kind == "flex" and backend == "hybridep":
+        group = ctx.ep * ctx.etp
+        value = (ctx.settings.hybridep_buffer_factor * group * ctx.sp_tokens
+                 * ctx.arch.hidden_size * 2)  # fmt: skip
+        return Term("HybridEP buffers", value / GIB,
+                    f"{ctx.settings.hybridep_buffer_factor:g} × group {group} × local tokens "
+                    f"{ctx.sp_tokens:,.0f} × h × 2 B", "fixed")  # fmt: skip
+    if deepep:
+        return Term(
+            "DeepEP buffers",
+            ctx.settings.deepep_buffer_gib,
+            "setting deepep_buffer_gib (NVL + RDMA buffer size hints)",
+            "fixed",
+        )
+    if kind == "allgather":
+        ctx.note("allgather dispatcher: every rank materialises the TP×EP group's tokens")
+    return None
+
+
+def _fixed_terms(ctx: _Ctx) -> list[Term]:
+    """Device memory the allocator never sees: context, NCCL, dispatcher buffers."""
+    s = ctx.settings
+    terms = [
+        Term("CUDA context", s.cuda_context_gib, "setting cuda_context_gib", "fixed"),
+        Term("NCCL buffers", s.nccl_gib, "setting nccl_gib", "fixed"),
+    ]
+    dispatcher = _dispatcher_term(ctx)
+    if dispatcher is not None:
+        terms.append(dispatcher)
+    return terms
+
+
+# --------------------------------------------------------------------------------------------
+# Putting a stage together
+# --------------------------------------------------------------------------------------------
+
+
+def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
+                    b: _Bytes) -> StageEstimate:  # fmt: skip
+    """Terms of one rank; the allocated peak is max(forward/backward, optimizer step)."""
+    rp = _rank_params(ctx, stage, params)
+    terms = _state_terms(ctx, rp, b) + _activation_terms(ctx, stage)
+    graph = _graph_term(ctx, stage)
+    if graph is not None:
+        terms.append(graph)
+    state = sum(t.gib for t in terms if t.kind == "state")
+    act = sum(t.gib for t in terms if t.kind == "activation")
+    step = sum(t.gib for t in terms if t.kind == "step")
+    phase = "forward/backward" if act >= step else "optimizer step"
+    allocated = state + max(act, step)
+    margin = Term(
+        "fragmentation margin",
+        allocated * ctx.settings.fragmentation,
+        f"{ctx.settings.fragmentation:g} × allocated peak {allocated:.2f} GiB",
+        "margin",
+    )
+    terms += [*_fixed_terms(ctx), margin]
+    fixed = sum(t.gib for t in terms if t.kind in ("fixed", "margin"))
+    return StageEstimate(
+        stage.rank, tuple(terms), allocated + fixed, allocated, phase, state + act, state + step
+    )
+
+
+_SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset")
+
+
+def values_from_config(cfg: Any) -> dict[str, Any]:
+    """Dotted values for :func:`estimate` from a normalized ``moe_lint.config.normalize.Config``.
+
+    ``Config.values`` only holds the fields the rules type, so architecture fields such as
+    ``q_lora_rank`` come from the preset and the file's raw sections underneath it
+    (preset < file < normalized values). Duck-typed to keep this module free of pydantic.
+    """
+    out: dict[str, Any] = {}
+    if getattr(cfg, "preset", None):
+        from moe_lint.config.settings import preset_fields
+
+        out.update({f"model.{k}": v for k, v in preset_fields(cfg.preset).items()})
+    # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
+    refused = {p.path for p in getattr(cfg, "type_problems", ())}
+    for section in _SECTIONS:
+        raw = cfg.raw.get(section)
+        if isinstance(raw, Mapping):
+            out.update({f"{section}.{k}": v for k, v in raw.items()
+                        if (not isinstance(v, Mapping) or "_target_" in v)
+                        and f"{section}.{k}" not in refused})  # fmt: skip
+        elif raw is not None:
+            out[section] = raw
+    out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})
+    return out
+
+
+def estimate(
+    values: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    settings: MemorySettings | None = None,
+    capacity_gib: float | None = None,
+) -> Estimate:
+    """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
+
+    ``values`` are effective dotted config values (``model.*``, ``train.*``, ``optimizer.*``,
+    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (tp, pp, cp, ep, etp, dp, edp,
+    vpp, sp, seq, mbs, microbatches, world). Raises :class:`MemoryInputError` when the model
+    dimensions or the sequence length are missing.
+    """
+    ctx = _context(values, facts, settings or MemorySettings())
+    params = count_params(ctx.arch, ctx.tp).layers
+    b = _state_bytes(ctx)
+    placement = _placement(ctx)
+    _check_stage_layers(ctx, placement, facts)
+    stages = tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
+    worst = max(stages, key=lambda s: s.total_gib)
+    usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib
+    _standard_assumptions(ctx)
+    return Estimate(stages, worst, capacity_gib, usable, tuple(ctx.assumptions))
+
+
+def _standard_assumptions(ctx: _Ctx) -> None:
+    """Always-true caveats of the model, listed with every estimate."""
+    if ctx.settings.flash_attention:
+        ctx.note("flash/fused attention: no s² score tensors")
+    if ctx.arch.is_moe:
+        ctx.note(f"routed activations use {_rho(ctx)[1]}")
+    if ctx.v.get("model.hidden_dropout") is None:
+        ctx.note("hidden_dropout unset -> 0 (Bridge HF-imported MoE models train without it)")
+    ctx.note("sequence_parallel " + ("on: norms/residual ÷TP" if ctx.sp else "off"))
+
+
+# --------------------------------------------------------------------------------------------
+# Levers
+# --------------------------------------------------------------------------------------------
+
+_Change = tuple[str, dict[str, Any], dict[str, Any], str]
+
+
+def _recompute_changes(values: Mapping[str, Any], arch: Arch) -> list[_Change]:
+    """One candidate per selective-recompute module that applies to this architecture."""
+    if values.get("model.recompute_granularity") == "full" or values.get("model.cpu_offloading"):
+        return []  # Megatron rejects recompute together with layer-level activation offload
+    selective = values.get("model.recompute_granularity") == "selective"
+    current = list(values.get("model.recompute_modules") or []) if selective else []
+    mixers = {m for m, _ in arch.layers}
+    ffns = {f for _, f in arch.layers}
+    applicable = ["layernorm"]
+    if "moe" in ffns:
+        applicable += ["moe_act", "moe"]
+        if arch.moe_shared_expert_intermediate_size:
+            applicable.append("shared_experts")
+    if "mla" in mixers:
+        applicable.append("mla_up_proj")
+    if "dense" in ffns:
+        applicable.append("mlp")
+    if "gdn" in mixers:
+        applicable.append("gdn_norm_out")
+    if values.get("model.overlap_moe_expert_parallel_comm") and "moe" in applicable:
+        applicable.remove("moe")  # Megatron rejects whole-moe recompute with EP overlap
+    out: list[_Change] = []
+    for module in applicable:
+        if module in current:
+            continue
+        new = {"model.recompute_granularity": "selective",
+               "model.recompute_modules": [*current, module]}  # fmt: skip
+        out.append((f"recompute {module}", new, {},
+                    f"recompute_granularity=selective, recompute_modules += [{module}] "
+                    "(replays it in backward: slower step)"))  # fmt: skip
+    full = {"model.recompute_granularity": "full", "model.recompute_method": "uniform",
+            "model.recompute_num_layers": 1}  # fmt: skip
+    out.append(("full recompute", full, {},
+                "recompute_granularity=full, method uniform, 1 layer (~+30% step time; "
+                "not with scoped CUDA graphs)"))  # fmt: skip
+    return out
+
+
+def _parallel_changes(ctx: _Ctx) -> list[_Change]:
+    """CP ×2 (more GPUs), EP ×2 (same GPUs when the world divides)."""
+    out: list[_Change] = []
+    world = ctx.world
+    if ctx.seq % (4 * ctx.cp) == 0:
+        new_world = world * 2
+        facts = {"cp": ctx.cp * 2, "world": new_world,
+                 "edp": new_world // (ctx.etp * ctx.ep * ctx.pp)}  # fmt: skip
+        out.append(
+            (
+                "CP ×2",
+                {"model.context_parallel_size": ctx.cp * 2},
+                facts,
+                f"context_parallel_size={ctx.cp * 2}: {new_world} GPUs (+{world}) keep "
+                f"DP={ctx.dp}; on {world} GPUs DP halves and micro-batches double",
+            )
+        )
+    experts = ctx.arch.num_moe_experts or 0
+    ep2 = ctx.ep * 2
+    if experts and experts % ep2 == 0 and world % (ctx.etp * ep2 * ctx.pp) == 0:
+        facts = {"ep": ep2, "edp": world // (ctx.etp * ep2 * ctx.pp)}
+        out.append(
+            (
+                "EP ×2",
+                {"model.expert_model_parallel_size": ep2},
+                facts,
+                f"expert_model_parallel_size={ep2} on the same {world} GPUs "
+                f"(EDP {ctx.edp} -> {facts['edp']}; all-to-all spans more ranks)",
+            )
+        )
+    return out
+
+
+def _optimizer_changes(ctx: _Ctx) -> list[_Change]:
+    """Optimizer CPU offload fractions, precision-aware moments, distributed optimizer."""
+    v = ctx.v
+    out: list[_Change] = []
+    distributed = v.flag("ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer")
+    if not distributed:
+        out.append(("distributed optimizer",
+                    {"ddp.use_distributed_optimizer": True,
+                     "optimizer.use_distributed_optimizer": True}, {},
+                    "ddp/optimizer.use_distributed_optimizer=true"))  # fmt: skip
+    current = float(v.get("optimizer.optimizer_offload_fraction", default=0.0)) if v.flag(
+        "optimizer.optimizer_cpu_offload") else 0.0  # fmt: skip
+    for fraction in (0.5, 1.0):
+        if fraction > current:
+            out.append((f"optimizer offload {fraction:g}",
+                        {"optimizer.optimizer_cpu_offload": True,
+                         "optimizer.optimizer_offload_fraction": fraction,
+                         "ddp.use_distributed_optimizer": True,
+                         "optimizer.use_distributed_optimizer": True}, {},
+                        f"optimizer_cpu_offload=true, optimizer_offload_fraction={fraction:g} "
+                        "(Adam moments on the host; CPU Adam slows the step ~2-4×)"))  # fmt: skip
+    if not v.flag("optimizer.use_precision_aware_optimizer") and not v.flag(
+            "optimizer.optimizer_cpu_offload"):  # fmt: skip
+        out.append(
+            (
+                "bf16 Adam moments",
+                {
+                    "optimizer.use_precision_aware_optimizer": True,
+                    "optimizer.exp_avg_dtype": "bf16",
+                    "optimizer.exp_avg_sq_dtype": "bf16",
+                },
+                {},
+                "use_precision_aware_optimizer=true with bf16 exp_avg/exp_avg_sq",
+            )
+        )
+    return out
+
+
+def _batch_changes(ctx: _Ctx) -> list[_Change]:
+    """Capacity factor for dropless MoE; smaller micro-batch."""
+    out: list[_Change] = []
+    rho, _ = _rho(ctx) if ctx.arch.is_moe else (1.0, "")
+    if ctx.arch.is_moe and rho > 1.0:
+        out.append(
+            (
+                "capacity factor 1.0",
+                {"model.moe_expert_capacity_factor": 1.0},
+                {},
+                "moe_expert_capacity_factor=1.0 (drops tokens beyond capacity; bounds ρ)",
+            )
+        )
+    if ctx.mbs > 1:
+        mbs = ctx.mbs // 2
+        out.append(
+            (
+                f"micro-batch {mbs}",
+                {"train.micro_batch_size": mbs},
+                {"mbs": mbs, "microbatches": ctx.microbatches * 2},
+                f"train.micro_batch_size={mbs} (twice the micro-batches per step)",
+            )
+        )
+    return out
+
+
+def levers(
+    values: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    settings: MemorySettings | None = None,
+    capacity_gib: float | None = None,
+) -> list[Lever]:
+    """Config changes that lower the worst stage's peak, best first (re-runs the model)."""
+    settings = settings or MemorySettings()
+    base = estimate(values, facts, settings, capacity_gib)
+    ctx = _context(values, facts, settings)
+    changes: list[_Change] = [
+        *_recompute_changes(values, ctx.arch),
+        *_parallel_changes(ctx),
+        *_optimizer_changes(ctx),
+        *_batch_changes(ctx),
+    ]
+    found: list[Lever] = []
+    for name, new_values, new_facts, requires in changes:
+        try:
+            trial = estimate({**values, **new_values}, {**facts, **new_facts}, settings,
+                             capacity_gib)  # fmt: skip
+        except MemoryInputError:
+            continue
+        delta = trial.worst.total_gib - base.worst.total_gib
+        if delta < -0.005:
+            found.append(Lever(name, round(delta, 3), requires))
+    return sorted(found, key=lambda lever: lever.delta_gib)
+
+
+def with_settings(settings: MemorySettings, **changes: Any) -> MemorySettings:
+    """A copy of ``settings`` with some knobs changed (keeps call sites short)."""
+    return replace(settings, **changes)
+
+
+__all__ = [
+    "GIB", "Estimate", "Lever", "MemoryInputError", "MemorySettings", "StageEstimate", "Term",
+    "estimate", "in_flight", "layer_pieces", "levers", "values_from_config", "with_settings",
+]  # fmt: skip

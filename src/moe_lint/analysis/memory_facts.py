@@ -1,0 +1,342 @@
+"""Memory facts for the rules, computed lazily from the memory model (memory.py).
+
+The estimate (and the levers, which re-run it for each candidate change) only runs when a rule
+reads one of these facts, so files without an architecture or a GPU type pay nothing. When the
+model cannot be built (no preset, no sequence length, no --gpu), the facts are missing and the
+memory rules skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from moe_lint.analysis.derive import Facts
+from moe_lint.config.normalize import Config
+from moe_lint.errors import InputError, UsageError
+
+
+def _shown(value: object) -> str:
+    """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
+    from moe_lint.bounds import bounded_repr
+
+    return bounded_repr(value)
+
+
+#: Facts this module provides (see docs/adding-rules.md).
+MEMORY_FACTS = (
+    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
+    "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
+    "selective_needs_offload",
+)  # fmt: skip
+#: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
+#: memory. error-margin: report an error only when the peak exceeds usable memory by more than
+#: the model's uncertainty (it over-predicts the measured runs by +0.5 to +4.4%, and its
+#: long-context terms have no published measurement to check them; docs/memory-validation.md).
+DEFAULT_WARN_FRACTION = 0.05
+DEFAULT_ERROR_MARGIN = 0.10
+
+
+def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]:
+    """Validate ``[tool.moe-lint.memory]`` / ``--memory`` values.
+
+    Returns (MemorySettings, warn fraction, error margin).
+    """
+    from moe_lint.analysis.memory import MemorySettings
+
+    known = {f.name: f.type for f in fields(MemorySettings)}
+    values: dict[str, Any] = {}
+    warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name == "warn_headroom":
+            warn = _number(value, key, where)
+            continue
+        if name == "error_margin":
+            margin = _number(value, key, where)
+            continue
+        if name not in known:
+            names = ", ".join(sorted(known))
+            raise UsageError(
+                f"{where}: unknown memory setting {_shown(key)} (known: warn-headroom, "
+                f"error-margin, {names})"
+            )
+        if name == "flash_attention":
+            values[name] = str(value).lower() in ("1", "true", "yes")
+        else:
+            values[name] = _number(value, key, where)
+    return MemorySettings(**values), warn, margin
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"{where}: memory setting {key} must be a number, got {_shown(value)}"
+        ) from None
+    if number < 0:
+        raise UsageError(f"{where}: memory setting {key} must not be negative")
+    return number
+
+
+def _plain(facts: Facts) -> dict[str, Any]:
+    return {name: fact.value for name, fact in facts.values.items()}
+
+
+_BASE_FACTS = (
+    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
+    "mem_stage", "mem_top_terms",
+)  # fmt: skip
+
+
+class _Memory:
+    """One file's memory facts: the estimate first, then each extra (levers, EDP 2, selective
+    recompute) only when a rule reads it, since each re-runs the model."""
+
+    def __init__(self, facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
+        self.facts, self.cfg, self.raw = facts, cfg, raw_settings
+        self.state: tuple[Any, ...] | None = None  # (settings, values, plain, estimate)
+
+    def _miss_all(self, reason: str) -> None:
+        for name in MEMORY_FACTS:
+            if name not in self.facts.values:
+                self.facts.miss(name, f"memory model: {reason}")
+        self.facts.lazy = {k: v for k, v in self.facts.lazy.items() if k not in MEMORY_FACTS}
+
+    def base(self) -> None:
+        reason = _missing_inputs(self.facts, self.cfg)
+        if reason is not None:
+            self._miss_all(reason)
+            return
+        settings, warn_fraction, margin = memory_settings(self.raw, "memory settings")
+        state = _load(self.facts, self.cfg, settings, warn_fraction, margin)
+        if state is None:
+            self._miss_all("the estimate could not be built")
+            return
+        self.state = state
+
+    def _ready(self) -> bool:
+        if self.state is None and "mem_peak_gib" in self.facts.lazy:
+            self.facts.resolve("mem_peak_gib")
+        return self.state is not None
+
+    def levers(self) -> None:
+        if self._ready():
+            _levers(self.facts, *self.state)  # type: ignore[misc]
+
+    def edp2(self) -> None:
+        if self._ready():
+            _edp2(self.facts, *self.state)  # type: ignore[misc]
+
+    def selective(self) -> None:
+        if not self._ready():
+            return
+        settings, values, plain, est = self.state  # type: ignore[misc]
+        if est.usable_gib is None:
+            for name in ("selective_fits", "selective_needs_offload"):
+                self.facts.miss(name, "no --gpu given: GPU memory unknown")
+            return
+        how = _selective_fits(values, plain, settings, est)
+        modules = ", ".join(
+            selective_trial_modules(bool(values.get("model.multi_latent_attention")))
+        )
+        self.facts.put(
+            "selective_fits",
+            how is not None,
+            f"selective recompute of [{modules}] "
+            + {"selective": "fits", "offload": "fits with full optimizer CPU offload",
+               None: "does not fit, even with full optimizer CPU offload"}[how],
+        )  # fmt: skip
+        self.facts.put("selective_needs_offload", how == "offload", "")
+
+
+def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
+    """Register the lazy loaders of the memory facts (nothing is imported until one is read)."""
+    memory = _Memory(facts, cfg, raw_settings)
+    for name in _BASE_FACTS:
+        facts.lazy[name] = memory.base
+    facts.lazy["mem_levers"] = memory.levers
+    facts.lazy["edp2_saving_gib"] = memory.edp2
+    facts.lazy["selective_fits"] = memory.selective
+    facts.lazy["selective_needs_offload"] = memory.selective
+
+
+#: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the
+#: MCore defaults would make the estimate far too pessimistic (no optimizer sharding at all).
+RECIPE_ASSUMPTIONS = {
+    "ddp.use_distributed_optimizer": True,
+    "optimizer.use_distributed_optimizer": True,
+}
+
+
+def config_values(cfg: Config) -> dict[str, Any]:
+    """Effective values for the memory model, recipe settings filled where the file is silent."""
+    from moe_lint.analysis.memory import values_from_config
+
+    values = values_from_config(cfg)
+    if cfg.form != "full-dump":
+        for dotted, value in RECIPE_ASSUMPTIONS.items():
+            if not any(cfg.explicit(d) for d in RECIPE_ASSUMPTIONS):
+                values[dotted] = value
+    return values
+
+
+def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
+    """The memory estimate for a config (raises MemoryInputError when it cannot be built)."""
+    from moe_lint.analysis.memory import estimate
+
+    _refuse_type_problems(cfg)
+    capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+    return estimate(config_values(cfg), _plain(facts), settings, capacity)
+
+
+def _refuse_type_problems(cfg: Config) -> None:
+    """A value Bridge would reject (TP = 0, a negative size, past a bound of bounds.py) is
+    the file's input error here too, as ``moe-lint check`` reports it (SCH002, exit 2):
+    the memory model must not divide by it."""
+    if not cfg.type_problems:
+        return
+    from moe_lint.bounds import bounded_repr
+    from moe_lint.engine.spans import location
+
+    first = cfg.type_problems[0]
+    if first.path in cfg.override_text:
+        where = f"override {bounded_repr(cfg.override_text[first.path])}: "
+    else:
+        line, column, _, _ = location(cfg.doc, cfg.physical(first.path))
+        where = f"line {line}, column {column}: "
+    more = len(cfg.type_problems) - 1
+    raise InputError(
+        f"{where}{first.path} = {bounded_repr(first.value)}: {first.message} [SCH002]"
+        + (f" (and {more} more)" if more else "")
+    )
+
+
+def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
+    """Why the memory facts cannot be had, found without importing the model.
+
+    Linting needs a verdict, so without a GPU type there is nothing to report and the model
+    is not run (``moe-lint estimate`` runs it without one).
+    """
+    if "gpu_hbm_gib" not in facts.values:
+        return "no --gpu given: GPU memory unknown"
+    if "seq" not in facts.values:
+        return "the sequence length is not set"
+    for dotted in ("model.num_layers", "model.hidden_size"):
+        if dotted in cfg.unknown or cfg.get(dotted) is None:
+            return f"{dotted} is not set (pass --model)"
+    return None
+
+
+def _load(
+    facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float
+) -> tuple[Any, ...] | None:
+    """Run the estimate and put the base facts; returns the state the extras re-use."""
+    from moe_lint.analysis.memory import MemoryInputError, estimate
+
+    try:
+        values = config_values(cfg)
+        plain = _plain(facts)
+        capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+        est = estimate(values, plain, settings, capacity)
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        return None
+    worst = est.worst
+    top = sorted(worst.terms, key=lambda t: t.gib, reverse=True)[:3]
+    top_text = ", ".join(f"{t.name} {t.gib:.1f} GiB" for t in top)
+    facts.put("mem_peak_gib", worst.total_gib,
+              f"peak of PP stage {worst.stage} = {worst.total_gib:.1f} GiB "
+              f"({worst.peak_phase}; largest: {top_text})")  # fmt: skip
+    facts.put("mem_stage", worst.stage, f"worst pipeline stage {worst.stage}")
+    facts.put("mem_top_terms", top_text, "largest terms of the worst stage")
+    if est.usable_gib is None:
+        for name in ("mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib"):
+            facts.miss(name, "no --gpu given: GPU memory unknown")
+    else:
+        usable = est.usable_gib
+        facts.put("mem_usable_gib", usable,
+                  f"usable = {est.capacity_gib:.1f} GiB ({facts.values['gpu_name'].value}) "
+                  f"- headroom {settings.headroom_gib:g} GiB = {usable:.1f} GiB")  # fmt: skip
+        facts.put("mem_headroom_gib", usable - worst.total_gib,
+                  f"headroom = {usable:.1f} - {worst.total_gib:.1f} = "
+                  f"{usable - worst.total_gib:.1f} GiB")  # fmt: skip
+        facts.put("mem_warn_gib", usable * (1 - warn_fraction),
+                  f"warn above {100 * (1 - warn_fraction):g}% of usable memory")  # fmt: skip
+        facts.put("mem_error_gib", usable * (1 + margin),
+                  f"error above usable + {100 * margin:g}% model uncertainty = "
+                  f"{usable * (1 + margin):.1f} GiB")  # fmt: skip
+    return settings, values, plain, est
+
+
+def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    from moe_lint.analysis.memory import MemoryInputError, levers
+
+    try:
+        found = levers(values, plain, settings, est.capacity_gib)[:3]
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        found = []
+    text = "; ".join(f"{lv.name}: {lv.delta_gib:+.1f} GiB ({lv.requires})" for lv in found)
+    facts.put("mem_levers", text or "no single change found", "levers re-run the model")
+
+
+def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    from moe_lint.analysis.memory import MemoryInputError, estimate
+
+    if plain.get("edp") != 1 or (plain.get("ep") or 1) <= 1 or "world" not in plain:
+        facts.miss("edp2_saving_gib", "EDP is not 1")
+        return
+    doubled = {**plain, "edp": 2, "world": 2 * plain["world"], "dp": 2 * (plain.get("dp") or 1)}
+    try:
+        trial = estimate(values, doubled, settings, est.capacity_gib)
+    except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+        facts.miss("edp2_saving_gib", "memory model could not re-run at EDP 2")
+        return
+    saving = est.worst.total_gib - trial.worst.total_gib
+    facts.put("edp2_saving_gib", saving,
+              f"EDP 1 -> 2 lowers the worst stage by {saving:.1f} GiB (memory model)")  # fmt: skip
+
+
+#: The long-context guidance's selective set (the seed's "up_proj, norm, moe, mlp" for DSV3 at
+#: 128K on H100, in Megatron-Core's labels); mla_up_proj only where MLA is on (RCP005).
+SELECTIVE_TRIAL = ("mla_up_proj", "layernorm", "moe", "mlp")
+
+
+def selective_trial_modules(mla: bool) -> list[str]:
+    """The recompute set RCP001 tries (and names in its hint)."""
+    return [m for m in SELECTIVE_TRIAL if mla or m != "mla_up_proj"]
+
+
+def _selective_fits(
+    values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any
+) -> str | None:
+    """Would the guidance's selective recompute fit where full recompute is used?
+
+    "selective" when it fits as is, "offload" when it fits only with the whole optimizer state
+    on the host (the seed pairs the two at DSV3 128K), None when neither fits. A trial that
+    cannot be built counts as fitting (the rule then keeps its plain advice).
+    """
+    from moe_lint.analysis.memory import MemoryInputError, estimate
+
+    if values.get("model.recompute_granularity") != "full":
+        return "selective"
+    modules = selective_trial_modules(bool(values.get("model.multi_latent_attention")))
+    trial_values = {**values, "model.recompute_granularity": "selective",
+                    "model.recompute_modules": modules, "model.recompute_method": None,
+                    "model.recompute_num_layers": None}  # fmt: skip
+    offload_values = {**trial_values, "optimizer.optimizer_cpu_offload": True,
+                      "optimizer.optimizer_offload_fraction": 1.0}  # fmt: skip
+    trials = [("selective", trial_values)]
+    # Megatron-Core offloads optimizer state only with the distributed optimizer.
+    if values.get("optimizer.use_distributed_optimizer") or values.get(
+        "ddp.use_distributed_optimizer"
+    ):
+        trials.append(("offload", offload_values))
+    for name, trial_input in trials:
+        try:
+            trial = estimate(trial_input, plain, settings, est.capacity_gib)
+        except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            return "selective"
+        if trial.fits is None or trial.fits:
+            return name
+    return None

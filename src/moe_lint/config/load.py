@@ -1,0 +1,592 @@
+"""Stage 1 of the data path: bytes -> YAML values + a map from config path to source span.
+
+PyYAML's ``compose`` (the libyaml C parser when present) gives every node a start/end mark with
+line, column and character index. We construct plain Python values from those nodes ourselves so
+that (a) only the YAML core schema is accepted (``!!python/...`` and unknown tags are input
+errors, never executed), (b) alias expansion and nesting depth are bounded, and (c) every key,
+value and list item gets a span that rules and fixes can address by config path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import yaml
+
+from moe_lint.bounds import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_REPR_CHARS,
+    bounded_repr,
+    bounded_str,
+    number_too_long,
+)
+from moe_lint.errors import InputError
+
+
+class UnsupportedTag(InputError):
+    """A ``!tag`` outside the YAML core schema (``!!python/...``, ``!Ref``, ``!include``)."""
+
+
+# MAX_BYTES (Bridge configs are tens of kilobytes), MAX_NODES (alias expansion: the
+# billion-laughs guard) and MAX_DEPTH (nesting) live with moe-lint's other bounds in bounds.py.
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+PathKey = str | int
+ConfigPath = tuple[PathKey, ...]
+
+
+class Pos:
+    """A 1-based line/column plus the 0-based character index into the decoded text.
+
+    A plain class (not a NamedTuple, whose ``index`` method the field would shadow).
+    """
+
+    __slots__ = ("column", "index", "line")
+
+    def __init__(self, line: int, column: int, index: int) -> None:
+        self.line = line
+        self.column = column
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pos) and (self.line, self.column, self.index) == (
+            other.line, other.column, other.index)  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.column, self.index))
+
+    def __repr__(self) -> str:
+        return f"Pos(line={self.line}, column={self.column}, index={self.index})"
+
+
+class Span(NamedTuple):
+    """Where one config entry sits: its key (absent for list items) and its value."""
+
+    key_start: Pos | None
+    key_end: Pos | None
+    value_start: Pos
+    value_end: Pos
+    #: True when the value is a plain or quoted scalar whose text can be replaced in place.
+    scalar: bool
+    #: YAML scalar style ('' plain, "'" or '"' quoted, '|' / '>' block) for faithful rewrites.
+    style: str | None = None
+    #: For mappings and sequences: True when written in flow style ({...} / [...]).
+    flow: bool = False
+
+
+@dataclass
+class Document:
+    """A parsed config file: values, spans, raw text and duplicate keys seen while loading."""
+
+    path: str
+    text: str
+    data: dict[str, Any]
+    spans: SpanMap
+    had_bom: bool = False
+    duplicates: list[tuple[ConfigPath, Span]] = field(default_factory=list)
+    #: Why this YAML is not a Bridge config (empty, several documents, a top-level list...):
+    #: linting skips it with this notice (normalize raises NotBridgeConfig with it).
+    skip: str | None = None
+    #: Config path -> why a fix there has no faithful text edit (an alias, an anchor, a
+    #: merge key), recorded by moe_lint.engine.spans for --fix to report.
+    fix_refusals: dict[ConfigPath, str] = field(default_factory=dict)
+    #: Paths whose key only a merge key (``<<``) brought in: written in the merged mapping.
+    merged: set[ConfigPath] = field(default_factory=set)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+def format_path(path: ConfigPath) -> str:
+    """Render ``("model", "recompute_modules", 0)`` as ``model.recompute_modules[0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(text: str) -> ConfigPath:
+    """Inverse of :func:`format_path`."""
+    parts: list[PathKey] = []
+    for name, index in _PATH_TOKEN.findall(text):
+        parts.append(int(index) if index else name)
+    return tuple(parts)
+
+
+def _pos(mark: Any) -> Pos:
+    return Pos(mark.line + 1, mark.column + 1, mark.index)
+
+
+def decode(raw: bytes, path: str) -> tuple[str, bool]:
+    """Decode UTF-8 (optionally with BOM); reject binary data with one clear line."""
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"file is too large ({len(raw):,} bytes; limit {MAX_BYTES:,})")
+    if b"\x00" in raw:
+        raise InputError("binary data (NUL byte) is not a YAML config")
+    had_bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw[3:].decode("utf-8") if had_bom else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start}") from None
+    return text, had_bom
+
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
+    "tag:yaml.org,2002:binary",
+}
+_MAP_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"}
+_SEQ_TAGS = {"tag:yaml.org,2002:seq"}
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+
+
+class SpanMap(dict[ConfigPath, Any]):
+    """Config path -> Span, built from the parser's nodes on first access.
+
+    Most files need a handful of spans (one per finding); turning every node's marks into
+    Span objects up front cost more than the rules.
+    """
+
+    def __getitem__(self, path: ConfigPath) -> Span:
+        value = super().__getitem__(path)
+        if not isinstance(value, Span):  # still the (key node, value node) pair
+            value = _span(*value)
+            super().__setitem__(path, value)
+        return value
+
+    def get(self, path: ConfigPath, default: Any = None) -> Any:
+        return self[path] if path in self else default  # noqa: SIM401 - dict.get skips __getitem__
+
+    def values(self) -> Any:
+        return [self[p] for p in self]
+
+    def items(self) -> Any:
+        return [(p, self[p]) for p in self]
+
+
+def _scalar(constructor: Any, node: Any) -> Any:
+    """The Python value of a scalar node; the common tags without the generic constructor."""
+    tag, value = node.tag, node.value
+    if tag == "tag:yaml.org,2002:str":
+        return value
+    digits = value.lstrip("-+")
+    if (tag == "tag:yaml.org,2002:int" and digits.isdigit() and "_" not in value
+            and (not digits.startswith("0") or digits == "0")):  # fmt: skip
+        return int(value)
+    if tag == "tag:yaml.org,2002:null":
+        return None
+    if tag == "tag:yaml.org,2002:bool":
+        return constructor.bool_values[value.lower()]
+    return constructor.construct_object(node, deep=True)
+
+
+class _Builder:
+    """Walks the composed node graph into values and spans, with hostile-input bounds."""
+
+    def __init__(self) -> None:
+        self.spans: SpanMap = SpanMap()
+        self.duplicates: list[tuple[ConfigPath, Span]] = []
+        self.merged: set[ConfigPath] = set()
+        self.visited = 0
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def _tick(self, node: Any) -> None:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: alias expansion exceeds {MAX_NODES:,} nodes "
+                "(YAML bomb?)"
+            )
+
+    def scalar(self, node: Any) -> Any:
+        """A scalar's value; a number literal is bounded before any conversion (``int()``
+        of a long decimal, base-60 or hex literal is quadratic, then Python refuses it)."""
+        if node.tag in _NUMBER_TAGS:
+            too_long = number_too_long(node.value)
+            if too_long:
+                raise InputError(f"line {node.start_mark.line + 1}: {too_long}")
+        try:
+            return _scalar(self.constructor, node)
+        except (yaml.YAMLError, ValueError, OverflowError, KeyError, TypeError) as exc:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
+            ) from None
+
+    def build(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> Any:
+        self._tick(node)
+        if depth > MAX_DEPTH:
+            raise InputError(
+                f"line {node.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+            )
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag not in _SCALAR_TAGS:
+                raise UnsupportedTag(
+                    f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                    f"{bounded_repr(node.tag)}"
+                )
+            return self.scalar(node)
+        if id(node) in active:
+            raise InputError(f"line {node.start_mark.line + 1}: recursive alias")
+        active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                if node.tag not in _SEQ_TAGS:
+                    raise UnsupportedTag(
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
+                    )
+                items = []
+                for i, item in enumerate(node.value):
+                    self._record((*path, i), None, item)
+                    items.append(self.build(item, (*path, i), depth + 1, active))
+                return items
+            if isinstance(node, yaml.MappingNode):
+                if node.tag not in _MAP_TAGS:
+                    raise UnsupportedTag(
+                        f"line {node.start_mark.line + 1}: unsupported YAML tag "
+                        f"{bounded_repr(node.tag)}"
+                    )
+                return self._mapping(node, path, depth, active)
+        finally:
+            active.discard(id(node))
+        raise InputError(f"line {node.start_mark.line + 1}: unsupported YAML node")
+
+    def _mapping(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
+        written: dict[ConfigPath, tuple[Any, Any]] = {}  # for a merge after them
+        for key_node, value_node in node.value:
+            self._tick(key_node)
+            if key_node.tag == _MERGE_TAG:
+                sources = (
+                    value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                )
+                # Built last to first, so the spans left are those of the first source that
+                # has a key, as its value is (the earlier source wins).
+                values = [self.build(s, path, depth + 1, active) for s in reversed(sources)]
+                for source, value in zip(sources, reversed(values), strict=True):
+                    if not isinstance(value, dict):
+                        raise InputError(
+                            f"line {source.start_mark.line + 1}: merge key '<<' needs a mapping"
+                        )
+                    for k, v in value.items():
+                        merged.setdefault(k, v)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
+                raise InputError(
+                    f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
+                )
+            key = self.scalar(key_node)
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
+            skey = key if isinstance(key, str) else str(key)
+            child = (*path, skey)
+            if skey in out:
+                self.duplicates.append((child, _span(key_node, value_node)))
+            self._record(child, key_node, value_node)
+            written[child] = (key_node, value_node)
+            out[skey] = self.build(value_node, child, depth + 1, active)
+        if merged:
+            # A key written in this mapping wins over a merged one, and so does its span; a
+            # key only a merge brought in is written elsewhere (engine.spans edits neither).
+            for child, nodes in written.items():
+                self._record(child, *nodes)
+            for k in merged:
+                if k not in out:
+                    self.merged.add((*path, k))
+        for k, v in merged.items():
+            out.setdefault(k, v)
+        return out
+
+    def _record(self, path: ConfigPath, key_node: Any, value_node: Any) -> None:
+        self.spans[path] = (key_node, value_node)
+
+
+def _span(key_node: Any, value_node: Any) -> Span:
+    scalar = isinstance(value_node, yaml.ScalarNode)
+    style = value_node.style if scalar else None
+    flow = bool(getattr(value_node, "flow_style", False)) if not scalar else False
+    return Span(
+        key_start=_pos(key_node.start_mark) if key_node is not None else None,
+        key_end=_pos(key_node.end_mark) if key_node is not None else None,
+        value_start=_pos(value_node.start_mark),
+        value_end=_pos(value_node.end_mark),
+        scalar=scalar and style in (None, "", "'", '"'),
+        style=style or "",
+        flow=flow,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return bounded_str(text[0], MAX_REPR_CHARS) if text else type(exc).__name__
+
+
+def _yaml_error_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or _first_line(exc)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: YAML syntax error: {problem}"
+    return f"YAML syntax error: {problem}"
+
+
+#: Nesting the C composer handles safely (20,000 levels were seen to work, 30,000 crash).
+SAFE_C_DEPTH = 5_000
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound of the nesting depth, computed without parsing.
+
+    Each level needs an opening bracket, more indentation, or another ``- ``/``? `` on the
+    same line, so brackets + the widest indent + the most such markers on one line bound it.
+    """
+    if len(text) < 2 * SAFE_C_DEPTH:
+        return len(text) // 2
+    brackets = text.count("[") + text.count("{")
+    widest = markers = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        widest = max(widest, len(line) - len(stripped))
+        markers = max(markers, stripped.count("- ") + stripped.count("? "))
+    return brackets + widest + markers + 1
+
+
+def compose(text: str) -> list[Any]:
+    """The YAML node graph of each document, without letting pathological nesting crash.
+
+    ``yaml.compose`` recurses in C and segfaults on ~30,000 nested brackets. Texts that
+    provably cannot nest that deep (every real config) use it directly, several times faster;
+    the rest are composed from the parser's events with an explicit stack that stops at
+    MAX_DEPTH.
+    """
+    if _depth_bound(text) <= SAFE_C_DEPTH:
+        return list(yaml.compose_all(text, Loader=_Loader))
+    return _compose_events(text)
+
+
+def _compose_events(text: str) -> list[Any]:
+    """Compose from the event stream with an explicit stack (bounded depth)."""
+    resolver: Any = yaml.resolver.Resolver()
+    anchors: dict[str, Any] = {}
+    stack: list[list[Any]] = []  # [node, pending mapping key]
+    roots: list[Any] = []
+
+    def attach(node: Any) -> None:
+        if not stack:
+            roots.append(node)
+            return
+        parent = stack[-1]
+        if isinstance(parent[0], yaml.SequenceNode):
+            parent[0].value.append(node)
+        elif parent[1] is None:
+            parent[1] = node
+        else:
+            parent[0].value.append((parent[1], node))
+            parent[1] = None
+
+    events: Iterable[Any] = yaml.parse(text, Loader=_Loader)
+    node: Any
+    for event in events:
+        e: Any = event  # the stubs' Mark | None unions do not narrow by event type
+        if isinstance(event, yaml.DocumentStartEvent):
+            anchors = {}  # anchors do not cross documents
+        elif isinstance(event, yaml.AliasEvent):
+            if e.anchor not in anchors:
+                raise InputError(f"line {e.start_mark.line + 1}: undefined alias *{e.anchor}")
+            attach(anchors[e.anchor])
+        elif isinstance(event, yaml.ScalarEvent):
+            tag = e.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(yaml.ScalarNode, e.value, e.implicit)
+            node = yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark, style=e.style)
+            if e.anchor:
+                anchors[e.anchor] = node
+            attach(node)
+        elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            kind = (
+                yaml.SequenceNode
+                if isinstance(event, yaml.SequenceStartEvent)
+                else yaml.MappingNode
+            )
+            tag = e.tag
+            if tag is None or tag == "!":
+                tag = resolver.resolve(kind, None, e.implicit)
+            node = kind(tag, [], e.start_mark, None, flow_style=e.flow_style)
+            if e.anchor:
+                anchors[e.anchor] = node
+            attach(node)
+            stack.append([node, None])
+            if len(stack) > MAX_DEPTH:
+                raise InputError(
+                    f"line {e.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+                )
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            node = stack.pop()[0]
+            node.end_mark = e.end_mark
+    return roots
+
+
+#: Top-level keys written at column 0 (``model:``, ``"train":``), for malformed YAML.
+_TOP_KEY = re.compile(r"""^(["']?)([A-Za-z_][\w.-]*)\1[ \t]*:(?:[ \t]|$)""", re.M)
+
+
+def _looks_like_config(keys: dict[str, Any]) -> bool:
+    """True when top-level keys name a Bridge config, by the test normalize.detect_root uses."""
+    from moe_lint.config.normalize import NotBridgeConfig, detect_root
+
+    try:
+        detect_root(keys)
+    except NotBridgeConfig:
+        return False
+    return True
+
+
+def _node_keys(node: Any) -> dict[str, Any]:
+    """A mapping node's plain top-level keys, with values enough for detect_root."""
+    keys: dict[str, Any] = {}
+    for key_node, value_node in node.value if isinstance(node, yaml.MappingNode) else ():
+        if isinstance(key_node, yaml.ScalarNode):
+            if isinstance(value_node, yaml.MappingNode):
+                keys[key_node.value] = {}
+            elif isinstance(value_node, yaml.ScalarNode):
+                keys[key_node.value] = value_node.value
+            else:
+                keys[key_node.value] = None
+    return keys
+
+
+def _node_is_config(node: Any) -> bool:
+    return isinstance(node, yaml.MappingNode) and _looks_like_config(_node_keys(node))
+
+
+def _text_is_config(text: str) -> bool:
+    """For YAML that does not parse: do its column-0 keys name a Bridge config?"""
+    return _looks_like_config({m.group(2): {} for m in _TOP_KEY.finditer(text)})
+
+
+def _is_empty(node: Any) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and not node.value
+
+
+def _skipped(path: str, text: str, had_bom: bool, why: str) -> Document:
+    return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom, skip=why)
+
+
+def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Document:
+    """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input.
+
+    YAML that is plainly not a Bridge config comes back as a Document with ``skip`` set:
+    empty files, top-level lists and scalars, and, when it is not a Bridge config by
+    detect_root's test on its top-level keys, YAML with several documents, with tags outside
+    the core schema, or that does not parse (then the keys written at column 0 are tested).
+    A file that passes the test is held to Bridge's loader (OmegaConf.load: one YAML
+    document, core tags): anything else is an input error (exit 2).
+    """
+    try:
+        nodes = compose(text)
+    except yaml.YAMLError as exc:
+        message = _yaml_error_message(exc)
+        # libyaml's own nesting limit (PyYAML 6.0.4 wheels) is a bound like MAX_DEPTH: exit 2.
+        if "nesting depth" not in message and not _text_is_config(text):
+            return _skipped(
+                path, text, had_bom, f"not a Megatron Bridge config (and not valid YAML: {message})"
+            )
+        raise InputError(message) from None
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    documents = [n for n in nodes if not _is_empty(n)]
+    if not documents:
+        if not text.strip():
+            return _skipped(path, text, had_bom, "empty file")
+        # Only comments (a commented-out template): valid YAML with nothing to check.
+        return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom)
+    if len(nodes) > 1:
+        for node in documents:
+            if _node_is_config(node):
+                raise InputError(
+                    f"line {node.start_mark.line + 1}: more than one YAML document in the file "
+                    f"({len(nodes)}); Bridge loads a config file as one document"
+                )
+        return _skipped(
+            path, text, had_bom, f"{len(nodes)} YAML documents, not a Megatron Bridge config"
+        )
+    node = nodes[0]
+    if isinstance(node, yaml.SequenceNode):
+        return _skipped(path, text, had_bom, "top level is a list, not a Megatron Bridge config")
+    if not isinstance(node, yaml.MappingNode):
+        return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
+    builder = _Builder()
+    try:
+        data = builder.build(node, (), 0, set())
+    except UnsupportedTag as exc:
+        if not _node_is_config(node):
+            return _skipped(path, text, had_bom, f"not a Megatron Bridge config ({exc})")
+        raise
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    return Document(
+        path=path,
+        text=text,
+        data=data,
+        spans=builder.spans,
+        had_bom=had_bom,
+        duplicates=builder.duplicates,
+        merged=builder.merged,
+    )
+
+
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def load_file(path: str) -> Document:
+    """Read and parse one config file."""
+    import os
+    import stat
+
+    try:
+        if os.path.isdir(path):
+            raise InputError("is a directory, not a config file")
+        # Only regular files: a FIFO, a terminal or /dev/zero would block or never end.
+        # O_NONBLOCK keeps open() itself from waiting for a FIFO's writer; fstat decides.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb", closefd=True) as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError(f"not a regular file ({_file_kind(mode)}); only files are read")
+            raw = handle.read(MAX_BYTES + 1)
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError("no such file") from None
+    except PermissionError:
+        raise InputError("permission denied") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    text, had_bom = decode(raw, path)
+    return parse_text(text, path, had_bom)

@@ -1,0 +1,19 @@
+"""'Did you mean' for names: the known name closest to a misspelt one.
+
+Used for unknown config keys, override keys, recompute labels and suppression codes, so every
+suggestion moe-lint makes follows one rule: a case-insensitive exact match first, else
+difflib's closest match at a 0.75 ratio or better.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+
+def closest(word: str, candidates: list[str]) -> str | None:
+    """The candidate ``word`` most likely meant, or None when nothing is close."""
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
+    return match[0] if match else None

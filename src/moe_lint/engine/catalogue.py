@@ -1,0 +1,570 @@
+"""The rule catalogue: YAML packs (policy as data) plus registered Python checks.
+
+Built-in packs live in the top-level ``rules/`` folder of the source tree, which the wheel ships
+as ``moe_lint/rules``. Extra packs come from ``--rules FILE`` or ``[tool.moe-lint] rules``; such
+packs are data only: their conditions run in the sandboxed expression language and may name a
+registered Python check, but can never import or execute code. Third-party packages add packs
+and checks through the ``moe_lint.rules`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from moe_lint.engine.expr import (
+    CONFIG_FUNCTIONS,
+    FACT_NAMES,
+    FUNCTIONS,
+    SECTION_NAMES,
+    Compiled,
+    Template,
+    compile_expr,
+    compile_template,
+)
+from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES
+from moe_lint.errors import RulePackError
+
+ENTRY_POINT_GROUP = "moe_lint.rules"
+_CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_RULE_KEYS = {
+    "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
+    "derivation", "fix", "source", "stage", "docs", "covers", "versions",
+}  # fmt: skip
+#: When the framework check an error rule anticipates raises (applying the command-line
+#: overrides, before any config is built, is ``startup``; Bridge's ConfigContainer.validate
+#: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
+#: ``process-groups``; module constructors are ``model-build``; the first forward/backward or
+#: optimizer step, an out-of-memory included, is ``first-step``).
+STAGES = ("startup", "config", "process-groups", "model-build", "first-step")
+#: Catalogue IDs from docs/domain (PAR-01, ATT-14, BR-07, RT-01, SEED-R1, ...).
+_COVER_ID = re.compile(r"^[A-Z]+-[A-Z0-9.]+$")
+_DOC_KEYS = {
+    "what", "why", "example", "use_instead", "references", "example_args", "use_instead_args",
+}  # fmt: skip
+_FIX_KEYS = {"title", "applicability", "set"}
+
+
+class PythonCheck(NamedTuple):
+    """A check that needs code; yields violations with the parameters its templates use."""
+
+    func: Callable[..., Iterable[Any]]
+    params: frozenset[str]
+
+
+class FixSpec(NamedTuple):
+    title: Template
+    applicability: str
+    sets: tuple[tuple[str, Compiled], ...]
+
+
+class Rule(NamedTuple):
+    """One validated rule entry."""
+
+    code: str
+    name: str
+    severity: str
+    summary: str
+    path: str | None
+    related: tuple[str, ...]
+    lets: tuple[tuple[str, Compiled], ...]
+    when: Compiled | None
+    check: str | None
+    message: Template
+    derivation: Template | None
+    fix: FixSpec | None
+    source: str
+    docs: dict[str, Any]
+    pack: str
+    #: For error rules: when the real check raises (one of STAGES); None for other severities.
+    stage: str | None = None
+    #: Fact names any of its expressions read (for the automatic derivation line).
+    facts_used: frozenset[str] = frozenset()
+    #: Catalogue IDs (docs/domain) this rule encodes; see docs/coverage.md.
+    covers: tuple[str, ...] = ()
+    #: Package -> version specifier; the rule only runs for matching framework versions.
+    versions: tuple[tuple[str, str], ...] = ()
+    #: The lets `when` needs (evaluated first); the others only run once it holds.
+    when_lets: tuple[tuple[str, Compiled], ...] = ()
+    late_lets: tuple[tuple[str, Compiled], ...] = ()
+
+
+@dataclass
+class Catalogue:
+    rules: list[Rule]
+    by_code: dict[str, Rule]
+    by_name: dict[str, Rule]
+    checks: dict[str, PythonCheck]
+    #: Codes of the rules moe-lint ships (trusted), as opposed to plugin and repository packs.
+    shipped: frozenset[str] = frozenset()
+
+    def resolve(self, selector: str) -> list[Rule]:
+        """Rules matched by a code, a name, a code prefix (``PAR``) or ``ALL``."""
+        sel = selector.strip()
+        if sel.upper() == "ALL":
+            return list(self.rules)
+        if sel in self.by_name:
+            return [self.by_name[sel]]
+        return [r for r in self.rules if r.code.startswith(sel.upper())]
+
+
+@cache
+def bridge_fields() -> dict[str, Any]:
+    """Known Bridge keys per section (``data/bridge_fields.json``)."""
+    path = Path(__file__).resolve().parent.parent / "data" / "bridge_fields.json"
+    with path.open(encoding="utf-8") as handle:
+        data: dict[str, Any] = json.load(handle)
+    return data
+
+
+def field_exists(section: str, name: str) -> bool:
+    """True when ``section.name`` is a field rules may read."""
+    from moe_lint.config.fast_validate import spec
+
+    # The typed sections' fields as data/schema_fields.json lists them (generated from
+    # schema.py and checked for drift), so compiling a pack does not import pydantic.
+    typed = spec().get(section)
+    if typed is not None and name in typed:
+        return True
+    known = bridge_fields().get("sections", {}).get(section)
+    if known is not None and name in known:
+        return True
+    return section == "env_vars"
+
+
+def builtin_rules_dir() -> Path:
+    """``rules/`` inside an installed wheel, or the top-level folder of a source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    installed = here / "rules"
+    if installed.is_dir():
+        return installed
+    return here.parent.parent / "rules"
+
+
+class LazyChecks(dict[str, Any]):
+    """Check name -> PythonCheck, importing a check's module only when the check is used.
+
+    Importing the check modules costs ~15 ms; most files run only a few Python checks, and
+    the name -> module index ships in the compiled catalogue (``_compiled_rules.CHECK_INDEX``).
+    """
+
+    def __init__(self, index: dict[str, str]) -> None:
+        super().__init__({name: None for name in index})
+        self.index = index
+
+    def __getitem__(self, name: str) -> PythonCheck:
+        check = super().__getitem__(name)
+        if check is None:
+            import importlib
+
+            check = importlib.import_module(self.index[name]).CHECKS[name]
+            self[name] = check
+        return check  # type: ignore[no-any-return]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default  # noqa: SIM401 - dict.get skips __getitem__
+
+    def values(self) -> Any:
+        return [self[name] for name in self]
+
+    def items(self) -> Any:
+        return [(name, self[name]) for name in self]
+
+
+def builtin_checks(shipped: Any = None) -> dict[str, PythonCheck]:
+    """The registered Python checks; ``shipped`` is the compiled catalogue when it is current."""
+    if shipped is None:
+        from moe_lint.engine import checks
+
+        return LazyChecks(checks.check_index())
+    return LazyChecks(dict(shipped.CHECK_INDEX))
+
+
+def _load_yaml(path: Path) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=loader)
+    except OSError as exc:
+        raise RulePackError(f"{path}: cannot read rule pack: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        from moe_lint.config.load import _yaml_error_message
+
+        raise RulePackError(
+            f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}"
+        ) from None
+
+
+def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, PythonCheck]) -> Rule:
+    if not isinstance(entry, dict):
+        raise RulePackError(f"{where}: each rule must be a mapping")
+    unknown = set(entry) - _RULE_KEYS
+    if unknown:
+        raise RulePackError(f"{where}: unknown rule keys {sorted(unknown)}")
+    code = entry.get("code")
+    if not isinstance(code, str) or not _CODE.match(code):
+        raise RulePackError(f"{where}: code {code!r} must look like ABC123")
+    where = f"{where} {code}"
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RulePackError(f"{where}: name {name!r} must be kebab-case")
+    severity = entry.get("severity")
+    if severity not in SEVERITIES:
+        raise RulePackError(f"{where}: severity must be one of {SEVERITIES}")
+    for key in ("summary", "message", "source"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise RulePackError(f"{where}: {key!r} is required")
+    docs = entry.get("docs")
+    if not isinstance(docs, dict) or set(docs) - _DOC_KEYS:
+        raise RulePackError(f"{where}: docs must be a mapping with keys from {sorted(_DOC_KEYS)}")
+    for key in ("what", "why", "example", "use_instead"):
+        if not isinstance(docs.get(key), str) or not docs[key].strip():
+            raise RulePackError(f"{where}: docs.{key} is required")
+    when, check = entry.get("when"), entry.get("check")
+    if (when is None) == (check is None):
+        raise RulePackError(f"{where}: give exactly one of 'when' or 'check'")
+    names: set[str] = set(FACT_NAMES) | set(FUNCTIONS) | set(CONFIG_FUNCTIONS) | SECTION_NAMES
+    if check is not None:
+        if check not in checks:
+            raise RulePackError(f"{where}: unknown check {check!r}")
+        names |= checks[check].params
+    lets: list[tuple[str, Compiled]] = []
+    raw_lets = entry.get("let") or {}
+    if not isinstance(raw_lets, dict):
+        raise RulePackError(f"{where}: 'let' must be a mapping of name: expression")
+    for let_name, text in raw_lets.items():
+        if not str(let_name).isidentifier() or let_name in names:
+            raise RulePackError(f"{where}: bad or shadowing let name {let_name!r}")
+        lets.append(
+            (
+                let_name,
+                compile_expr(text, f"{where} let.{let_name}", frozenset(names), field_exists),
+            )
+        )
+        names.add(let_name)
+    frozen = frozenset(names)
+    compiled_when = compile_expr(when, f"{where} when", frozen, field_exists) if when else None
+    path = entry.get("path")
+    if path is None and check is None:
+        raise RulePackError(f"{where}: 'path' is required for condition rules")
+    if path is not None and (not isinstance(path, str) or path.split(".")[0] not in SECTION_NAMES):
+        raise RulePackError(f"{where}: path {path!r} must start with a config section")
+    related = entry.get("related") or []
+    if not isinstance(related, list) or not all(isinstance(p, str) for p in related):
+        raise RulePackError(f"{where}: 'related' must be a list of config paths")
+    message = compile_template(entry["message"], f"{where} message", frozen, field_exists)
+    derivation = (
+        compile_template(entry["derivation"], f"{where} derivation", frozen, field_exists)
+        if entry.get("derivation")
+        else None
+    )
+    fix = None
+    if entry.get("fix") is not None:
+        raw_fix = entry["fix"]
+        if not isinstance(raw_fix, dict) or set(raw_fix) - _FIX_KEYS or "title" not in raw_fix:
+            raise RulePackError(f"{where}: fix needs 'title' and optional applicability/set")
+        applicability = raw_fix.get("applicability", "display-only")
+        if applicability not in APPLICABILITIES:
+            raise RulePackError(f"{where}: fix applicability must be one of {APPLICABILITIES}")
+        sets = []
+        for set_path, text in (raw_fix.get("set") or {}).items():
+            if str(set_path).split(".")[0] not in SECTION_NAMES:
+                raise RulePackError(f"{where}: fix path {set_path!r} must start with a section")
+            sets.append(
+                (str(set_path), compile_expr(text, f"{where} fix.set", frozen, field_exists))
+            )
+        if applicability != "display-only" and not sets and check is None:
+            raise RulePackError(f"{where}: an applicable fix needs 'set' values")
+        fix = FixSpec(
+            compile_template(raw_fix["title"], f"{where} fix.title", frozen, field_exists),
+            applicability,
+            tuple(sets),
+        )
+    used: set[str] = set()
+    for compiled in [c for _, c in lets] + ([compiled_when] if compiled_when else []):
+        used |= compiled.names
+    for template in (message, derivation, fix.title if fix else None):
+        if template is not None:
+            used |= {f for f in template.fields if "." not in f}
+    covers = entry.get("covers") or []
+    if not isinstance(covers, list) or not all(
+        isinstance(c, str) and _COVER_ID.match(c) for c in covers
+    ):
+        raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
+    versions = _versions(entry.get("versions"), where)
+    stage = entry.get("stage")
+    if stage is not None and stage not in STAGES:
+        raise RulePackError(f"{where}: stage must be one of {STAGES}")
+    return Rule(
+        code=code,
+        name=name,
+        severity=severity,
+        summary=entry["summary"].strip(),
+        path=path,
+        related=tuple(related),
+        lets=tuple(lets),
+        when=compiled_when,
+        check=check,
+        message=message,
+        derivation=derivation,
+        fix=fix,
+        source=entry["source"].strip(),
+        docs=docs,
+        pack=pack,
+        stage=stage,
+        facts_used=frozenset(used & FACT_NAMES),
+        covers=tuple(covers),
+        versions=versions,
+        when_lets=_needed_lets(lets, compiled_when),
+        late_lets=tuple(item for item in lets if item not in _needed_lets(lets, compiled_when)),
+    )
+
+
+def _needed_lets(
+    lets: list[tuple[str, Compiled]], when: Compiled | None
+) -> tuple[tuple[str, Compiled], ...]:
+    """The lets `when` reads, directly or through other lets, in their written order."""
+    if when is None:
+        return tuple(lets)
+    needed = set(when.names)
+    for name, compiled in reversed(lets):
+        if name in needed:
+            needed |= compiled.names
+    return tuple(item for item in lets if item[0] in needed)
+
+
+def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    from moe_lint.config.versions import check_spec, package_key
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise RulePackError(f"{where}: 'versions' must map a package to a specifier")
+    out = []
+    for package, spec in raw.items():
+        key = package_key(str(package))
+        if key is None:
+            raise RulePackError(f"{where}: unknown package {package!r} in 'versions'")
+        try:
+            check_spec(str(spec))
+        except ValueError as exc:
+            raise RulePackError(f"{where}: {exc}") from None
+        out.append((key, str(spec)))
+    return tuple(out)
+
+
+def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
+    """Load and validate one pack file."""
+    data = _load_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise RulePackError(f"{path}: a rule pack is a mapping with a 'rules' list")
+    pack = str(data.get("pack") or path.stem)
+    return [
+        _rule_from_entry(entry, f"{path.name}[{i}]", pack, checks)
+        for i, entry in enumerate(data["rules"])
+    ]
+
+
+#: Files besides the packs whose content decides what the shipped packs compile to (relative
+#: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
+ENGINE_FILES = (
+    "engine/catalogue.py", "engine/expr.py", "engine/findings.py", "config/versions.py",
+    "data/bridge_fields.json", "data/schema_fields.json",
+)  # fmt: skip
+
+
+def shipped_hash(rules_dir: Path | None = None, package: Path | None = None) -> str:
+    """A digest of the shipped packs and the engine files they compile with (content only).
+
+    ``_compiled_rules.SOURCE_HASH`` is this digest for the files it was generated from; the
+    same bytes give the same digest in a checkout and in an installed wheel.
+    """
+    import hashlib
+
+    rules_dir = rules_dir or builtin_rules_dir()
+    package = package or Path(__file__).resolve().parent.parent
+    files = [(f"rules/{p.name}", p) for p in sorted(rules_dir.glob("*.yaml"))]
+    files += [(name, package / name) for name in ENGINE_FILES]
+    files += [
+        (f"engine/checks/{p.name}", p) for p in sorted((package / "engine/checks").glob("*.py"))
+    ]
+    digest = hashlib.sha256()
+    for label, path in files:
+        data = path.read_bytes()
+        digest.update(f"{label}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def shipped_module() -> Any:
+    """``moe_lint.engine._compiled_rules`` when it was made from the files on disk, else None.
+
+    A stale module (packs or engine edited in a checkout since it was generated), a missing or
+    broken one, or an unreadable source file: the caller compiles the packs for this run.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module("moe_lint.engine._compiled_rules")
+        current = shipped_hash()
+    except Exception:  # a missing, half-written or unreadable module is only slower, never fatal
+        return None
+    return module if getattr(module, "SOURCE_HASH", None) == current else None
+
+
+_EP_NAME = re.compile(r"[-_.]+")
+
+
+def _entry_point_plugins() -> list[tuple[str, Any]]:
+    """(name, loadable) for each ``moe_lint.rules`` entry point, in importlib.metadata's order.
+
+    ``importlib.metadata.entry_points`` costs ~20 ms per process (importing it is most of
+    that); reading the ``entry_points.txt`` of each ``*.dist-info``/``*.egg-info`` folder on
+    sys.path directly costs ~2 ms and finds the same entry points, so nothing is cached. Any
+    sys.path entry or finder that this scan does not model (a zip file, an ``.egg``, a custom
+    distribution finder) sends the lookup to importlib.metadata itself.
+    """
+    found = _scan_entry_points()
+    if found is None:
+        from importlib.metadata import entry_points
+
+        found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return [(name, _EntryPoint(value)) for name, value in found]
+
+
+def _scan_entry_points() -> list[tuple[str, str]] | None:
+    """The entry points of ENTRY_POINT_GROUP from the metadata folders on sys.path, or None."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(
+        hasattr(finder, "find_distributions") and finder is not PathFinder
+        for finder in sys.meta_path
+    ):
+        return None
+    seen: set[str] = set()
+    found: list[tuple[str, str]] = []
+    for entry in sys.path:
+        if not isinstance(entry, str) or entry.lower().endswith(".egg"):
+            return None
+        root = entry or "."
+        try:
+            with os.scandir(root) as listing:
+                names = [e.name for e in listing]
+        except NotADirectoryError:
+            return None  # a zip file on sys.path: let importlib.metadata read it
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            # importlib.metadata's _unique(): the first distribution of a name wins.
+            dist = _EP_NAME.sub("_", low.rpartition(".")[0].partition("-")[0])
+            if dist in seen:
+                continue
+            seen.add(dist)
+            try:
+                with open(os.path.join(root, name, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if ENTRY_POINT_GROUP in text:
+                found.extend(_group_entries(text, os.path.join(root, name)))
+    return found
+
+
+def _group_entries(text: str, where: str) -> list[tuple[str, str]]:
+    """``name = value`` lines of ENTRY_POINT_GROUP (importlib.metadata.Sectioned's reading)."""
+    section = None
+    out: list[tuple[str, str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+            continue
+        if section == ENTRY_POINT_GROUP:
+            name, sep, value = line.partition("=")
+            if not sep:
+                raise RulePackError(f"{where}: bad entry point line {line!r} in [{section}]")
+            out.append((name.strip(), value.strip()))
+    return out
+
+
+class _EntryPoint:
+    """The ``module:attr`` of an entry point, loaded like importlib.metadata.EntryPoint.load."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def load(self) -> Any:
+        import importlib
+
+        module, _, attr = self.value.partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for part in attr.strip().split(".") if attr.strip() else ():
+            obj = getattr(obj, part)
+        return obj
+
+
+def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True) -> Catalogue:
+    """Built-in packs, entry-point plugins, then extra packs; codes and names must be unique.
+
+    The built-in packs come compiled from ``_compiled_rules`` when it is current (nothing is
+    parsed, checked or read from a cache); otherwise, and always for plugin and extra packs
+    (from the linted repository: untrusted, and never cached), they are compiled in this run.
+    """
+    shipped = shipped_module()
+    checks = builtin_checks(shipped)
+    builtin_paths = sorted(builtin_rules_dir().glob("*.yaml"))
+    pack_paths: list[Path] = []
+    if plugins:
+        for name, ep in _entry_point_plugins():
+            try:
+                provided = ep.load()()
+            except Exception as exc:  # a broken plugin must not take the linter down
+                raise RulePackError(f"rule plugin {name!r} failed to load: {exc}") from None
+            for check_name, check in (provided.get("checks") or {}).items():
+                checks[str(check_name)] = check
+            pack_paths.extend(Path(p) for p in provided.get("packs") or ())
+    pack_paths.extend(Path(p) for p in extra_packs)
+    builtin = list(shipped.rules()) if shipped is not None else compile_packs(builtin_paths, checks)
+    rules = compile_packs(pack_paths, checks, builtin) if pack_paths else builtin
+    return Catalogue(
+        rules,
+        {r.code: r for r in rules},
+        {r.name: r for r in rules},
+        checks,
+        frozenset(r.code for r in builtin),
+    )
+
+
+def compile_packs(
+    pack_paths: list[Path], checks: dict[str, PythonCheck], compiled: Iterable[Rule] = ()
+) -> list[Rule]:
+    """``compiled`` rules plus every pack, validated; codes and names unique across all."""
+    rules: list[Rule] = list(compiled)
+    by_code: dict[str, Rule] = {r.code: r for r in rules}
+    by_name: dict[str, Rule] = {r.name: r for r in rules}
+    for path in pack_paths:
+        for rule in load_pack(path, checks):
+            if rule.code in by_code:
+                raise RulePackError(f"{path}: rule code {rule.code} is defined twice")
+            if rule.name in by_name:
+                raise RulePackError(f"{path}: rule name {rule.name} is defined twice")
+            by_code[rule.code] = rule
+            by_name[rule.name] = rule
+            rules.append(rule)
+    rules.sort(key=lambda r: r.code)
+    return rules

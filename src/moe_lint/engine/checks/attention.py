@@ -1,0 +1,453 @@
+"""Python checks for the attention rule family (listed in moe_lint.engine.checks.MODULES).
+
+Most rules are pure data in rules/*.yaml; put a check here only when a condition truly needs
+code. Each entry maps a check name (used as `check: <name>` in a pack) to a PythonCheck whose
+params are the template placeholders its violations provide.
+
+The checks here need code for one of three reasons: they read model fields that only a model
+preset supplies (``window_size``, ``softmax_type``: untyped fields a preset does not fill into
+the normalized config), they search for a suggestion (the a2a group of hierarchical CP), or
+they must tell the dataset class of the file (SFT datasets, whose Bridge validation differs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from moe_lint.engine.catalogue import PythonCheck
+
+if TYPE_CHECKING:
+    from moe_lint.engine.evaluate import Context, Violation
+    from moe_lint.engine.findings import Edit
+
+#: Bridge dataset classes that ConfigContainer.validate treats as fine-tuning (SFT) datasets.
+_SFT_CLASSES = (
+    "GPTSFTDatasetConfig",
+    "FinetuningDatasetConfig",
+    "DirectHFSFTDatasetConfig",
+    "EnergonDatasetConfig",
+    "MockVLMSFTDatasetConfig",
+)
+#: Classes whose seq_length Bridge checks against the CP/SP collate padding multiple always
+#: (GPTSFTDatasetConfig only with in-batch packing).
+_PADDED_CLASSES = ("DirectHFSFTDatasetConfig", "EnergonDatasetConfig", "MockVLMSFTDatasetConfig")
+#: Keys only the SFT dataset configs have (an override file rarely names its class).
+_SFT_KEYS = (
+    "dataset_root", "enable_offline_packing", "offline_packing_specs", "packed_sequence_specs",
+    "dataset_kwargs", "max_train_samples", "enable_in_batch_packing", "packing_buffer_size",
+)  # fmt: skip
+#: Keys only the pretraining GPTDatasetConfig has.
+_PRETRAIN_KEYS = ("blend", "blend_per_split", "data_path", "split", "mock", "mmap_bin_files")
+
+
+def _violation(path: str, **params: Any) -> Violation:
+    from moe_lint.engine.evaluate import Violation
+
+    return Violation(path=path, params=params)
+
+
+def _fact(ctx: Context, name: str) -> Any:
+    """A derived fact's value, or None when it could not be computed."""
+    fact = ctx.facts.values.get(name)
+    return None if fact is None else fact.value
+
+
+def _model(ctx: Context, key: str) -> Any:
+    """``model.<key>``: the file's value, else the model preset's, else None.
+
+    Recipe-provided typed fields the file leaves unset are unknown: None as well.
+    """
+    cfg = ctx.config
+    dotted = f"model.{key}"
+    if dotted in cfg.unknown:
+        return None
+    value = cfg.get(dotted)
+    if value is None and not cfg.explicit(dotted) and cfg.preset:
+        from moe_lint.config.settings import preset_fields
+
+        value = preset_fields(cfg.preset).get(key)
+    return value
+
+
+def _cp_types(value: Any) -> list[str]:
+    """cp_comm_type as one entry per layer (a string applies to every layer; None is p2p)."""
+    if isinstance(value, list):
+        return [str(v) if v else "p2p" for v in value]
+    return [str(value) if value else "p2p"]
+
+
+def _show_types(value: Any) -> str:
+    if isinstance(value, list):
+        kinds = sorted(set(_cp_types(value)))
+        return f"a per-layer list ({', '.join(kinds)})"
+    return repr(value or "p2p")
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _heads(ctx: Context) -> tuple[int, int] | None:
+    """(attention heads, KV heads) of the model, or None when the recipe decides them."""
+    heads = _int(_model(ctx, "num_attention_heads"))
+    if not heads:
+        return None
+    if _model(ctx, "multi_latent_attention"):
+        return heads, heads  # MLA attends with full heads for Q, K and V
+    groups = _int(_model(ctx, "num_query_groups"))
+    if "model.num_query_groups" in ctx.config.unknown:
+        return None
+    return heads, groups or heads
+
+
+def _a2a_group(heads_tp: int, kv_tp: int, cp: int, node: int) -> int:
+    """Largest a2a group size that divides CP, heads/TP and KV heads/TP and fits in a node."""
+    best = 1
+    for size in range(2, min(cp, node) + 1):  # O(node), not O(CP)
+        if cp % size == 0 and heads_tp % size == 0 and kv_tp % size == 0:
+            best = size
+    return best
+
+
+def _node_size(ctx: Context) -> int:
+    per_node = _int(_fact(ctx, "gpus_per_node")) or 8
+    domain = _int(_fact(ctx, "nvlink_domain")) or per_node
+    return max(per_node, min(domain, 8 * per_node))
+
+
+def _suggest_hierarchical(ctx: Context, cp: int, tp: int) -> str:
+    heads = _heads(ctx)
+    node = _node_size(ctx)
+    if heads is None:
+        a2a = max((d for d in range(1, min(cp, node) + 1) if cp % d == 0), default=1)
+        note = " (the first factor must also divide heads/TP and KV heads/TP)"
+    else:
+        heads_tp = heads[0] // tp if heads[0] >= tp else 1
+        kv_tp = heads[1] // tp if heads[1] >= tp else 1
+        a2a = _a2a_group(heads_tp, kv_tp, cp, node)
+        note = f" (heads/TP = {heads_tp}, KV heads/TP = {kv_tp})"
+    if a2a <= 1:
+        return f"use cp_comm_type p2p: no a2a group > 1 divides CP {cp}{note}"
+    return f"set hierarchical_context_parallel_sizes to [{a2a}, {cp // a2a}]{note}"
+
+
+def a2a_p2p_without_sizes(ctx: Context) -> Iterator[Violation]:
+    """cp_comm_type a2a+p2p with no hierarchical_context_parallel_sizes (Bridge#2667)."""
+    cfg = ctx.config
+    value = cfg.get("model.cp_comm_type")
+    if "model.cp_comm_type" in cfg.unknown or "a2a+p2p" not in _cp_types(value):
+        return
+    sizes = "model.hierarchical_context_parallel_sizes"
+    if sizes in cfg.unknown or cfg.get(sizes) is not None:  # unknown: `~` left it to the recipe
+        return
+    cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
+    if cp is None or tp is None:
+        return
+    yield _violation(
+        "model.cp_comm_type",
+        types=_show_types(value),
+        suggest=(
+            _suggest_hierarchical(ctx, cp, tp)
+            if cp > 1
+            else "use cp_comm_type p2p (CP is 1, no hierarchy is needed)"
+        ),
+    )
+
+
+def hierarchical_sizes_product(ctx: Context) -> Iterator[Violation]:
+    """prod(hierarchical_context_parallel_sizes) must equal CP (Bridge and parallel_state)."""
+    cfg = ctx.config
+    sizes = cfg.get("model.hierarchical_context_parallel_sizes")
+    cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
+    if not isinstance(sizes, list) or cp is None or tp is None:
+        return
+    ints = [_int(s) for s in sizes]
+    if any(s is None or s < 1 for s in ints):
+        return
+    product = math.prod(s for s in ints if s is not None)
+    if product == cp:
+        return
+    shown = "·".join(str(s) for s in ints) or "1"
+    yield _violation(
+        "model.hierarchical_context_parallel_sizes",
+        sizes=f"[{', '.join(str(s) for s in ints)}]",
+        product=f"{shown} = {product}",
+        suggest=(
+            _suggest_hierarchical(ctx, cp, tp)
+            if cp > 1
+            else "remove hierarchical_context_parallel_sizes (CP is 1)"
+        ),
+    )
+
+
+def a2a_head_divisibility(ctx: Context) -> Iterator[Violation]:
+    """Ulysses (a2a) CP scatters heads: heads/TP and KV heads/TP must divide by the a2a group."""
+    cfg = ctx.config
+    if "model.cp_comm_type" in cfg.unknown:
+        return
+    value = cfg.get("model.cp_comm_type")
+    types = set(_cp_types(value))
+    cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
+    if cp is None or tp is None or cp <= 1:
+        return
+    heads = _heads(ctx)
+    if heads is None:
+        return
+    groups: list[tuple[str, int]] = []
+    if "a2a" in types:
+        groups.append(("a2a", cp))
+    sizes = cfg.get("model.hierarchical_context_parallel_sizes")
+    if "a2a+p2p" in types and isinstance(sizes, list) and sizes and _int(sizes[0]):
+        groups.append(("a2a+p2p", int(sizes[0])))
+    heads_tp = heads[0] // tp if heads[0] >= tp else 1
+    kv_tp = heads[1] // tp if heads[1] >= tp else 1
+    for kind, group in groups:
+        if group <= 1 or (heads_tp % group == 0 and kv_tp % group == 0):
+            continue
+        a2a = _a2a_group(heads_tp, kv_tp, cp, _node_size(ctx))
+        if a2a > 1:
+            suggest = (
+                f"use cp_comm_type a2a+p2p with hierarchical_context_parallel_sizes "
+                f"[{a2a}, {cp // a2a}] (a2a inside a node, ring across)"
+            )
+        else:
+            suggest = (
+                "use cp_comm_type p2p (or all_gather for sliding-window attention): no a2a "
+                f"group > 1 divides CP {cp}, heads/TP {heads_tp} and KV heads/TP {kv_tp}"
+            )
+        where = "CP" if kind == "a2a" else "the a2a group hierarchical_context_parallel_sizes[0]"
+        yield _violation(
+            "model.cp_comm_type" if kind == "a2a" else "model.hierarchical_context_parallel_sizes",
+            kind=kind,
+            group=group,
+            where=where,
+            heads=heads[0],
+            kv=heads[1],
+            heads_tp=heads_tp,
+            kv_tp=kv_tp,
+            suggest=suggest,
+        )
+
+
+def _window_layers(window: Any, skip: Any, layers: int | None) -> list[bool] | bool:
+    """Which layers use sliding-window attention (a list when it varies, else one flag)."""
+    if window is None:
+        return False
+    if isinstance(window, list | tuple) and [_int(w) for w in window] in ([-1, 0], [-1, -1]):
+        return False
+    if skip is None:
+        return True
+    if isinstance(skip, list):
+        return [bool(v) for v in skip]
+    freq = _int(skip)
+    if freq is None:
+        return True
+    if freq == 1:
+        return False
+    if layers is None:
+        return True
+    return [(n % freq) != 0 for n in range(1, layers + 1)]
+
+
+def sliding_window_cp(ctx: Context) -> Iterator[Violation]:
+    """TE CP supports sliding-window attention only with a2a or all_gather."""
+    cp = _int(_fact(ctx, "cp"))
+    if cp is None or cp <= 1 or "model.cp_comm_type" in ctx.config.unknown:
+        return
+    window = _model(ctx, "window_size")
+    value = ctx.config.get("model.cp_comm_type")
+    types = _cp_types(value)
+    layers = _int(_model(ctx, "num_layers"))
+    swa = _window_layers(window, _model(ctx, "window_attn_skip_freq"), layers)
+    if swa is False:
+        return
+    bad = set()
+    if isinstance(swa, list):
+        for i, is_swa in enumerate(swa):
+            kind = types[i] if len(types) == len(swa) else types[0]
+            if is_swa and kind in ("p2p", "a2a+p2p"):
+                bad.add(kind)
+    else:
+        bad = {t for t in types if t in ("p2p", "a2a+p2p")}
+    if not bad:
+        return
+    shown = list(window) if isinstance(window, tuple) else window
+    yield _violation(
+        "model.cp_comm_type",
+        window=shown,
+        types=_show_types(value),
+        bad=", ".join(sorted(bad)),
+        cp=cp,
+    )
+
+
+_SINK_TYPES = ("off-by-one", "learnable")
+
+
+def sink_softmax_cp(ctx: Context) -> Iterator[Violation]:
+    """TE CP supports a non-vanilla softmax (GPT-OSS sinks) only with a2a and FusedAttention."""
+    cp = _int(_fact(ctx, "cp"))
+    softmax = _model(ctx, "softmax_type")
+    if cp is None or cp <= 1 or softmax not in _SINK_TYPES:
+        return
+    if "model.cp_comm_type" in ctx.config.unknown:
+        return
+    value = ctx.config.get("model.cp_comm_type")
+    bad = sorted({t for t in _cp_types(value) if t != "a2a"})
+    backend = str(ctx.config.get("model.attention_backend") or "").rsplit(".", 1)[-1].lower()
+    problems = []
+    if bad:
+        problems.append(f"cp_comm_type {_show_types(value)} is not a2a on every layer")
+    if backend in ("flash", "unfused"):
+        problems.append(f"attention_backend {backend} is not FusedAttention")
+    if not problems:
+        return
+    yield _violation(
+        "model.cp_comm_type" if bad else "model.attention_backend",
+        softmax=softmax,
+        cp=cp,
+        problem="; ".join(problems),
+    )
+
+
+def nonvanilla_softmax(ctx: Context) -> Iterator[Violation]:
+    """softmax_type other than vanilla (attention sinks): the softmax TE must implement."""
+    softmax = _model(ctx, "softmax_type")
+    if softmax in _SINK_TYPES:
+        yield _violation("model.softmax_type", softmax=softmax)
+
+
+def _dataset_class(ctx: Context) -> str | None:
+    """The Bridge dataset class of the file: from ``_target_``, else from SFT-only keys."""
+    raw = ctx.config.raw.get("dataset")
+    if not isinstance(raw, dict):
+        return None
+    target = raw.get("_target_")
+    if isinstance(target, str):
+        return target.rsplit(".", 1)[-1]
+    if any(k in raw for k in _PRETRAIN_KEYS):
+        return None
+    if "packing_buffer_size" in raw:
+        return "EnergonDatasetConfig"
+    if any(k in raw for k in _SFT_KEYS):
+        return "GPTSFTDatasetConfig"
+    return None
+
+
+def sft_cp_loss(ctx: Context) -> Iterator[Violation]:
+    """Fine-tuning with CP > 1 needs per-token loss and no averaging in the collective."""
+    cls = _dataset_class(ctx)
+    cp = _int(_fact(ctx, "cp"))
+    if cls not in _SFT_CLASSES or cp is None or cp <= 1:
+        return
+    cfg = ctx.config
+    per_token = bool(cfg.get("model.calculate_per_token_loss"))
+    averaged = bool(cfg.get("ddp.average_in_collective"))
+    edits: list[Edit] = []
+    wrong = []
+    if not per_token:
+        wrong.append("model.calculate_per_token_loss is false")
+    if averaged:
+        wrong.append("ddp.average_in_collective is true")
+    if not wrong:
+        return
+    from moe_lint.engine.spans import set_value_edit
+
+    for dotted, value, bad in (
+        ("model.calculate_per_token_loss", True, not per_token),
+        ("ddp.average_in_collective", False, averaged),
+    ):
+        if bad:
+            edit = set_value_edit(cfg.doc, cfg.physical(dotted), value)
+            if edit is None:
+                edits = []
+                break
+            edits.append(edit)
+    from moe_lint.engine.evaluate import Violation
+
+    yield Violation(
+        path="model.calculate_per_token_loss" if not per_token else "ddp.average_in_collective",
+        params={"dataset": cls, "cp": cp, "wrong": " and ".join(wrong)},
+        edits=edits if len(edits) == len(wrong) else [],
+    )
+
+
+def sft_seq_padding_multiple(ctx: Context) -> Iterator[Violation]:
+    """Bridge SFT collate pads to lcm(2·CP, CP·TP with SP) for train and eval CP."""
+    cls = _dataset_class(ctx)
+    cfg = ctx.config
+    in_batch = bool(cfg.get("dataset.enable_in_batch_packing"))
+    if not (
+        cls in _PADDED_CLASSES
+        or (cls in ("GPTSFTDatasetConfig", "FinetuningDatasetConfig") and in_batch)
+    ):
+        return
+    seq = _int(_fact(ctx, "dataset_seq")) or _int(_fact(ctx, "seq"))
+    cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
+    if seq is None or cp is None or tp is None:
+        return
+    sp = bool(cfg.get("model.sequence_parallel")) and tp > 1
+    eval_cp = _int(cfg.get("dist.eval_context_parallel_size"))
+    sizes = sorted({cp} | ({eval_cp} if eval_cp else set()))
+    parts = [2 * s if s > 1 else 1 for s in sizes] + [s * tp if sp else 1 for s in sizes]
+    multiple = math.lcm(*parts)
+    if seq % multiple == 0:
+        return
+    shown = " and eval CP " + str(eval_cp) if eval_cp else ""
+    terms = ", ".join(str(p) for p in parts if p > 1) or "1"
+    yield _violation(
+        "dataset.seq_length" if cfg.explicit("dataset.seq_length") else "model.seq_length",
+        dataset=cls,
+        seq=seq,
+        multiple=multiple,
+        terms=terms,
+        cps=f"CP {cp}{shown}",
+        lower=max(multiple, seq // multiple * multiple),
+        upper=(seq // multiple + 1) * multiple,
+    )
+
+
+def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
+    """sequence_parallel: true at TP = 1 is switched off by Bridge's finalize()."""
+    raw = ctx.config.raw.get("model")
+    if not isinstance(raw, dict) or raw.get("sequence_parallel") is not True:
+        return
+    tp = _int(_fact(ctx, "tp"))
+    if tp is None or tp > 1:
+        return
+    from moe_lint.engine.evaluate import Violation
+    from moe_lint.engine.spans import set_value_edit
+
+    cfg = ctx.config
+    edit = set_value_edit(cfg.doc, cfg.physical("model.sequence_parallel"), False)
+    yield Violation(path="model.sequence_parallel", params={"tp": tp}, edits=[edit] if edit else [])
+
+
+CHECKS: dict[str, PythonCheck] = {
+    "a2a-p2p-without-sizes": PythonCheck(a2a_p2p_without_sizes, frozenset({"types", "suggest"})),
+    "hierarchical-sizes-product": PythonCheck(
+        hierarchical_sizes_product, frozenset({"sizes", "product", "suggest"})
+    ),
+    "a2a-head-divisibility": PythonCheck(
+        a2a_head_divisibility,
+        frozenset({"kind", "group", "where", "heads", "kv", "heads_tp", "kv_tp", "suggest"}),
+    ),
+    "sliding-window-cp": PythonCheck(
+        sliding_window_cp, frozenset({"window", "types", "bad", "cp"})
+    ),
+    "sink-softmax-cp": PythonCheck(sink_softmax_cp, frozenset({"softmax", "cp", "problem"})),
+    "nonvanilla-softmax": PythonCheck(nonvanilla_softmax, frozenset({"softmax"})),
+    "sft-cp-loss": PythonCheck(sft_cp_loss, frozenset({"dataset", "cp", "wrong"})),
+    "sft-seq-padding-multiple": PythonCheck(
+        sft_seq_padding_multiple,
+        frozenset({"dataset", "seq", "multiple", "terms", "cps", "lower", "upper"}),
+    ),
+    "sequence-parallel-at-tp1": PythonCheck(sequence_parallel_at_tp1, frozenset({"tp"})),
+}

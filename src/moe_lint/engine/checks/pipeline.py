@@ -1,0 +1,790 @@
+"""Python checks for the pipeline rule family (listed in moe_lint.engine.checks.MODULES).
+
+Most rules are pure data in rules/*.yaml; put a check here only when a condition truly needs
+code. Each entry maps a check name (used as `check: <name>` in a pack) to a PythonCheck whose
+params are the template placeholders its violations provide.
+
+The pipeline checks need code for three reasons: ``pipeline_model_parallel_layout`` may be a
+list of lists (full dumps write it that way) as well as a string, the layout's MTP placement
+rules depend on which pipeline rank each virtual stage lands on, and a useful fix for a split
+that does not divide is a concrete alternative (a layout string, uneven first/last counts,
+``account_for_*`` flags) computed from the model's layer counts. Megatron-Core's own checks
+(docs/domain/02 §2.B) are restated here in our words, not copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from moe_lint.engine.catalogue import PythonCheck
+
+if TYPE_CHECKING:
+    from moe_lint.config.normalize import Config
+    from moe_lint.engine.evaluate import Context, Violation
+
+#: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
+_LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
+_UNKNOWN = object()
+
+
+def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:
+    from moe_lint.engine.evaluate import Violation
+
+    return Violation(path=path, params=params, derivation=derivation)
+
+
+def _derived(ctx: Context, *names: str) -> str | None:
+    """The derivation lines of some facts, joined (for a Python check's finding)."""
+    parts = [ctx.facts.values[n].derivation for n in names if n in ctx.facts.values]
+    return "; ".join(parts) or None
+
+
+def _layer_note(cfg: Config) -> str:
+    num_layers = cfg.get("model.num_layers")
+    origin = cfg.origin.get("model.num_layers", "file")
+    where = f"preset {cfg.preset}" if origin == "preset" and cfg.preset else origin
+    return f"num_layers = {num_layers} ({where})"
+
+
+def _value(cfg: Config, dotted: str, default: Any = None) -> Any:
+    """The effective value, ``_UNKNOWN`` when the recipe decides, ``default`` when unset."""
+    if dotted in cfg.unknown:
+        return _UNKNOWN
+    value = cfg.get(dotted)
+    return default if value is None else value
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fact(ctx: Context, name: str) -> Any:
+    fact = ctx.facts.values.get(name)
+    return None if fact is None else fact.value
+
+
+def _pp_is_real(cfg: Config) -> bool:
+    """True when PP comes from the file (or an override), not from the schema default of 1."""
+    return cfg.explicit("model.pipeline_model_parallel_size") or cfg.form == "full-dump"
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+@dataclass(frozen=True)
+class LayoutInfo:
+    """A layout as one string of E/t/m/L symbols per virtual stage, or why it is unusable."""
+
+    stages: tuple[str, ...] | None
+    error: str | None
+    form: str  # "string" or "list"
+
+
+def read_layout(cfg: Config) -> LayoutInfo | None:
+    """The configured layout (string or list of lists), or None when none is set."""
+    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+
+    raw = cfg.get("model.pipeline_model_parallel_layout")
+    if raw is None or "model.pipeline_model_parallel_layout" in cfg.unknown:
+        return None
+    if isinstance(raw, str):
+        if any(ch.isspace() for ch in raw):
+            # moe-lint's parser tolerates spaces; Megatron-Core drops only commas.
+            return LayoutInfo(
+                None, "it contains spaces (Megatron-Core ignores only commas)", "string"
+            )
+        try:
+            return LayoutInfo(parse_layout(raw).stages, None, "string")
+        except LayoutError as exc:
+            return LayoutInfo(None, str(exc), "string")
+    if isinstance(raw, list):
+        stages: list[str] = []
+        for row in raw:
+            if not isinstance(row, list):
+                return LayoutInfo(None, "every stage of a list layout must be a list", "list")
+            symbols = []
+            for item in row:
+                name = str(item).strip().lower()
+                if name not in _LIST_NAMES:
+                    allowed = ", ".join(sorted(_LIST_NAMES))
+                    return LayoutInfo(None, f"unknown layer type {item!r} (use {allowed})", "list")
+                symbols.append(_LIST_NAMES[name])
+            stages.append("".join(symbols))
+        return LayoutInfo(tuple(stages), None, "list")
+    return None
+
+
+def effective_vpp(cfg: Config, pp: int) -> int | None:
+    """VPP as Megatron-Core ends up using it: explicit, else derived from a layout (if > 1)."""
+    explicit = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
+    if explicit is not None:
+        return explicit
+    layout = read_layout(cfg)
+    if layout is None or layout.stages is None or pp < 1 or len(layout.stages) % pp:
+        return None
+    derived = len(layout.stages) // pp
+    return derived if derived > 1 else None
+
+
+def layout_problems(
+    stages: tuple[str, ...], pp: int | None, num_layers: Any, mtp: Any
+) -> list[str]:
+    """Everything ``PipelineParallelLayerLayout.validate_layer_layout`` would reject.
+
+    ``pp`` is None when the real PP is not known (the MTP placement checks need it);
+    ``num_layers``/``mtp`` are ``_UNKNOWN`` when the recipe decides.
+    """
+    flat = "".join(stages)
+    problems: list[str] = []
+    if not flat.startswith("E"):
+        problems.append(f"the first layer must be the embedding 'E', not {flat[:1] or 'nothing'!r}")
+    if not flat.endswith("L"):
+        problems.append(f"the last layer must be the loss 'L', not {flat[-1:] or 'nothing'!r}")
+    if flat.count("E") > 1:
+        problems.append(f"the embedding 'E' appears {flat.count('E')} times (exactly once)")
+    if flat.count("L") > 1:
+        problems.append(f"the loss 'L' appears {flat.count('L')} times (exactly once)")
+    decoders = flat.count("t")
+    if num_layers is not _UNKNOWN and num_layers is not None and decoders != num_layers:
+        problems.append(f"{decoders} transformer layers 't' but num_layers = {num_layers}")
+    mtps = flat.count("m")
+    if mtp is not _UNKNOWN and not (mtps == (mtp or 0) and (mtp is not None or mtps == 0)):
+        problems.append(f"{mtps} MTP layers 'm' but mtp_num_layers = {mtp}")
+    if "m" in flat and "t" in flat[flat.index("m") :]:
+        problems.append("transformer layers 't' must all come before the MTP layers 'm'")
+    if "x" in flat:
+        problems.append("encoder layers are not supported in a flexible pipeline layout")
+    if pp and len(stages) % pp == 0 and "m" in flat:
+        vpp = len(stages) // pp
+        for index, stage in enumerate(stages):
+            if "m" not in stage:
+                continue
+            rank, chunk = index % pp, index // pp
+            if chunk != vpp - 1:
+                problems.append(
+                    f"MTP sits in virtual stage {index} (PP rank {rank}, chunk {chunk}); MTP must "
+                    f"be in the last chunk ({vpp - 1}) of its pipeline rank"
+                )
+            elif mtp not in (_UNKNOWN, None) and stage.count("m") != mtp:
+                problems.append(
+                    f"only {stage.count('m')} of the {mtp} MTP layers are in virtual stage "
+                    f"{index}; all MTP layers must share one stage"
+                )
+    return problems
+
+
+def _compress_stage(stage: str) -> str:
+    out, i = [], 0
+    while i < len(stage):
+        j = i
+        while j < len(stage) and stage[j] == stage[i]:
+            j += 1
+        run = j - i
+        out.append(stage[i] * run if run < 3 else f"{stage[i]}*{run}")
+        i = j
+    return "".join(out)
+
+
+def format_layout(stages: list[str]) -> str:
+    """Stage strings -> a compact layout string (``Et|(tt|)*30mL``)."""
+    groups: list[tuple[str, int]] = []
+    for stage in stages:
+        if groups and groups[-1][0] == stage:
+            groups[-1] = (stage, groups[-1][1] + 1)
+        else:
+            groups.append((stage, 1))
+    parts = []
+    for i, (stage, count) in enumerate(groups):
+        text = _compress_stage(stage)
+        last = i == len(groups) - 1
+        if count == 1:
+            parts.append(text if last else text + "|")
+        elif last:
+            parts.append(f"({text}|)*{count - 1}{text}")
+        else:
+            parts.append(f"({text}|)*{count}")
+    return "".join(parts)
+
+
+def suggest_layout(num_layers: int, mtp: int, stages: int) -> str | None:
+    """A balanced layout: E, the t layers and the MTP+loss tail cut into ``stages`` pieces."""
+    items = ["E"] + ["t"] * num_layers + ["m" * mtp + "L"]
+    weights = [1] * (num_layers + 1) + [mtp + 1]
+    total = sum(weights)
+    if stages < 1 or stages > total:
+        return None
+    chunks = [""] * stages
+    start = 0
+    for item, weight in zip(items, weights, strict=True):
+        chunks[min(stages - 1, start * stages // total)] += item
+        start += weight
+    return format_layout(chunks)
+
+
+def suggest_uneven(num_layers: int, pp: int, vpp: int | None, mtp: int) -> tuple[int, int] | None:
+    """First/last stage layer counts that make an uneven split valid and balanced.
+
+    The best (first, last) over every valid pair: loads first+1, last+1+MTP and the middle
+    ranks' layers, scored by (spread, largest load), ties to the smaller first then last.
+    The middle load is a multiple of VPP, and for each one the score is piecewise linear in
+    ``first`` with three breakpoints, so only the grid points around them can win:
+    O(num_layers / VPP) instead of the O(num_layers²) of trying every pair.
+    """
+    step = vpp or 1
+    middle = pp - 2
+    if middle < 0 or num_layers < 2 * step:
+        return None
+    best: tuple[int, int, int, int] | None = None  # (spread, largest load, first, last)
+
+    def consider(first: int, last: int, per: int | None) -> None:
+        nonlocal best
+        loads = (first + 1, last + 1 + mtp) if per is None else (first + 1, last + 1 + mtp, per)
+        high = max(loads)
+        candidate = (high - min(loads), high, first, last)
+        if best is None or candidate < best:
+            best = candidate
+
+    if middle == 0:
+        for first in range(step, num_layers - step + 1, step):
+            if (num_layers - first) % step == 0:
+                consider(first, num_layers - first, None)
+    elif num_layers % step == 0:  # first, last and the middle ranks are all multiples of VPP
+        for per in range(step, (num_layers - 2 * step) // middle + 1, step):
+            total = num_layers - middle * per  # first + last
+            low, high = step, total - step  # first's range on the grid
+            if high < low:
+                break
+            points = {low, high}
+            for x in ((total + mtp) // 2, per - 1, total + 1 + mtp - per):
+                below = x - x % step
+                points.update((below, below + step))
+            for first in points:
+                if low <= first <= high:
+                    consider(first, total - first, per)
+    return None if best is None else (best[2], best[3])
+
+
+# --------------------------------------------------------------------------- splits
+
+
+def _layers(cfg: Config) -> tuple[int | None, int]:
+    """(num_layers or None when unknown, MTP layers counted as 0 when unknown)."""
+    num_layers = _int(_value(cfg, "model.num_layers"))
+    mtp = _value(cfg, "model.mtp_num_layers", 0)
+    return num_layers, (_int(mtp) or 0)
+
+
+@dataclass(frozen=True)
+class RecipeSplit:
+    """How the Bridge recipes of one model preset split the pipeline (models.yaml recipe_split)."""
+
+    model: str
+    #: PP·VPP stage counts of the layouts they set; empty when they never set one.
+    layout_stages: tuple[int, ...]
+    #: The value they give both account_for_*_in_pipeline_split flags.
+    account_for: bool
+
+    def describe(self) -> str:
+        if self.layout_stages:
+            counts = ", ".join(map(str, self.layout_stages))
+            return f"the {self.model} recipes in Bridge 0.6.2 use layouts of {counts} stages"
+        flags = "both account_for_* flags" if self.account_for else "no account_for_* flags"
+        return f"the {self.model} recipes in Bridge 0.6.2 set no layout and {flags}"
+
+
+#: Architecture fields that identify a preset when the file gives no --model.
+_MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_experts")
+
+
+def recipe_split(cfg: Config) -> RecipeSplit | None:
+    """The recipe split data of the file's model: its --model preset, else a dims match."""
+    from moe_lint.config.settings import model_catalogue
+
+    catalogue = model_catalogue()
+    name = cfg.preset
+    if name is None:
+        dims = {}
+        for field_name in _MATCH_FIELDS:
+            dotted = f"model.{field_name}"
+            value = None if dotted in cfg.unknown else cfg.get(dotted)
+            if value is None:
+                return None
+            dims[field_name] = value
+        hits = [
+            key
+            for key, entry in catalogue.items()
+            if all(entry.get(f) == v for f, v in dims.items())
+        ]
+        name = hits[0] if len(hits) == 1 else None
+    entry = catalogue.get(name) if name else None
+    data = entry.get("recipe_split") if entry else None
+    if not isinstance(data, dict):
+        return None
+    return RecipeSplit(
+        str(entry.get("display_name") or name),  # type: ignore[union-attr]
+        tuple(int(n) for n in data.get("layout_stages") or ()),
+        bool(data.get("account_for")),
+    )
+
+
+def _even_problem(
+    num_layers: int, pp: int, vpp: int | None, emb: bool, loss: bool
+) -> tuple[str, str] | None:
+    """(problem, path) when Megatron-Core's even split fails, else None."""
+    total = num_layers + emb + loss
+    counted = f"num_layers {num_layers}" + " + 1 (embedding)" * emb + " + 1 (loss)" * loss
+    if emb or loss:
+        counted += f" = {total}"
+    if total % pp:
+        return f"{counted} is not divisible by PP = {pp}", "model.pipeline_model_parallel_size"
+    if vpp and (total // pp) % vpp:
+        return (
+            f"{counted} gives {total // pp} layers per pipeline rank, which VPP = {vpp} "
+            "virtual stages cannot share equally",
+            "model.virtual_pipeline_model_parallel_size",
+        )
+    return None
+
+
+def _split_suggestion(num_layers: int, mtp: int, pp: int, vpp: int | None, emb: bool,
+                      loss: bool) -> str:  # fmt: skip
+    total = num_layers + emb + loss
+    ideas: list[str] = []
+    for e, lo in ((True, True), (True, False), (False, True)):
+        if (e, lo) == (emb, loss):
+            continue
+        n = num_layers + e + lo
+        if n % pp == 0 and (not vpp or (n // pp) % vpp == 0):
+            flags = " and ".join(
+                name
+                for name, on in (
+                    ("account_for_embedding_in_pipeline_split", e),
+                    ("account_for_loss_in_pipeline_split", lo),
+                )
+                if on
+            )
+            ideas.append(f"set {flags}: true ({n} / {pp} = {n // pp} per rank)")
+            break
+    layout = suggest_layout(num_layers, mtp, pp * (vpp or 1))
+    if layout:
+        note = " and drop the account_for_* flags" if emb or loss else ""
+        ideas.append(f'pipeline_model_parallel_layout: "{layout}"{note}')
+    if not (emb or loss):
+        uneven = suggest_uneven(num_layers, pp, vpp, mtp)
+        if uneven:
+            ideas.append(
+                f"num_layers_in_first_pipeline_stage: {uneven[0]} with "
+                f"num_layers_in_last_pipeline_stage: {uneven[1]}"
+            )
+    if total % pp == 0 and vpp:
+        valid = [d for d in range(2, total // pp + 1) if (total // pp) % d == 0]
+        if valid:
+            ideas.append(f"VPP in {{{', '.join(map(str, valid))}}}")
+    return "; or ".join(ideas) or f"pick PP dividing {total}"
+
+
+def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
+    """("error" | "layout", violation) when no split a recipe could supply works, else None.
+
+    A full dump states every split field. In an override file the recipe supplies the fields
+    the file leaves out: the account_for_* flags take the values the model's recipes use
+    (models.yaml recipe_split; both values for a model without data), and an unstated layout
+    may be the recipe's. Only when none of these works is the split reported: as an error when
+    the model's recipes never set a layout (PP001), else as "valid only if the recipe supplies
+    a PP·VPP-stage layout" (PP015). First/last-stage counts are not tried: no Bridge 0.6.2
+    recipe of a preset model sets them (only GLM-5's GB200 recipes do).
+    """
+    cfg = ctx.config
+    layout_path = "model.pipeline_model_parallel_layout"
+    if read_layout(cfg) is not None or cfg.get(layout_path) is not None:
+        return None
+    if (
+        cfg.get("model.num_layers_in_first_pipeline_stage") is not None
+        or cfg.get("model.num_layers_in_last_pipeline_stage") is not None
+    ):
+        return None
+    pp = _int(_fact(ctx, "pp"))
+    num_layers, mtp = _layers(cfg)
+    if pp is None or pp <= 1 or num_layers is None:
+        return None
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
+    full = cfg.form == "full-dump"
+
+    def stated(dotted: str) -> bool:
+        return full or (cfg.explicit(dotted) and dotted not in cfg.unknown)
+
+    data = None if full else recipe_split(cfg)
+    options: list[list[bool]] = []
+    for name in ("embedding", "loss"):
+        dotted = f"model.account_for_{name}_in_pipeline_split"
+        if stated(dotted):
+            options.append([bool(cfg.get(dotted))])
+        else:
+            options.append([data.account_for] if data else [False, True])
+    failures: list[tuple[tuple[str, str], bool, bool]] = []
+    for emb in options[0]:
+        for loss in options[1]:
+            failed = _even_problem(num_layers, pp, vpp, emb, loss)
+            if failed is None:
+                return None
+            failures.append((failed, emb, loss))
+    (problem, path), emb, loss = failures[0]
+    notes = []
+    if len(failures) > 1:
+        notes.append("with or without the account_for_* flags")
+    kind = "error"
+    params: dict[str, Any] = {}
+    if not stated(layout_path):
+        # Megatron-Core takes VPP from a layout (and asserts that an explicit VPP matches it).
+        if vpp:
+            need, fits = f"PP·VPP = {pp}·{vpp} = {pp * vpp} stages", pp * vpp
+        else:
+            need, fits = f"a multiple of PP = {pp} stages", 0
+        stages = data.layout_stages if data else ()
+        if any(s == fits if fits else s % pp == 0 for s in stages):
+            return None  # a layout the model's recipes use has this many stages
+        if (data is None or stages) and suggest_layout(num_layers, mtp, fits or pp):
+            kind = "layout"
+            params = {"need": need, "known": f"; {data.describe()}" if data else ""}
+    flag_paths = [f"model.account_for_{n}_in_pipeline_split" for n in ("embedding", "loss")]
+    from_recipe = not all(stated(d) for d in (layout_path, *flag_paths))
+    if kind == "error" and data is not None and from_recipe:
+        notes.append(data.describe())
+    if notes:
+        problem += " (" + "; ".join(notes) + ")"
+    return kind, _violation(
+        path,
+        derivation=f"{_layer_note(cfg)}; PP = {pp}" + (f", VPP = {vpp}" if vpp else ""),
+        problem=problem,
+        suggestion=_split_suggestion(num_layers, mtp, pp, vpp, emb, loss),
+        **params,
+    )
+
+
+def pipeline_split(ctx: Context) -> Iterator[Violation]:
+    """Default split (optionally counting embedding/loss as layers) that does not divide."""
+    verdict = _split_verdict(ctx)
+    if verdict is not None and verdict[0] == "error":
+        yield verdict[1]
+
+
+def pipeline_split_needs_layout(ctx: Context) -> Iterator[Violation]:
+    """An override whose split works only with a recipe layout of the right stage count."""
+    verdict = _split_verdict(ctx)
+    if verdict is not None and verdict[0] == "layout":
+        yield verdict[1]
+
+
+def uneven_split(ctx: Context) -> Iterator[Violation]:
+    """``num_layers_in_first/last_pipeline_stage`` that Megatron-Core's uneven split rejects."""
+    cfg = ctx.config
+    if cfg.get("model.pipeline_model_parallel_layout") is not None:
+        return
+    if cfg.get("model.account_for_embedding_in_pipeline_split") or cfg.get(
+        "model.account_for_loss_in_pipeline_split"
+    ):
+        return  # PP003: the flags and the counts cannot be combined at all
+    first = _int(cfg.get("model.num_layers_in_first_pipeline_stage"))
+    last = _int(cfg.get("model.num_layers_in_last_pipeline_stage"))
+    if first is None and last is None:
+        return
+    pp = _int(_fact(ctx, "pp"))
+    if pp is None:
+        return
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
+    first_path = "model.num_layers_in_first_pipeline_stage"
+    last_path = "model.num_layers_in_last_pipeline_stage"
+    problem, path = None, first_path if first is not None else last_path
+    for name, count, where in (("first", first, first_path), ("last", last, last_path)):
+        if count is None:
+            continue
+        if count <= 0:
+            problem, path = f"num_layers_in_{name}_pipeline_stage = {count} must be > 0", where
+            break
+        if vpp and count % vpp:
+            problem = (
+                f"num_layers_in_{name}_pipeline_stage = {count} is not divisible by VPP = {vpp} "
+                "(each virtual stage of that rank needs the same number of layers)"
+            )
+            path = where
+            break
+    num_layers, mtp = _layers(cfg)
+    if problem is None and num_layers is not None:
+        rest = num_layers - (first or 0) - (last or 0)
+        middle = pp - (first is not None) - (last is not None)
+        given = " + ".join(
+            f"{name} {count}"
+            for name, count in (("first", first), ("last", last))
+            if count is not None
+        )
+        if bool(rest) != bool(middle) or rest < 0:
+            problem = (
+                f"num_layers {num_layers} - ({given}) leaves {rest} layers for {middle} middle "
+                "pipeline stages"
+            )
+        elif middle and rest % middle:
+            problem = (
+                f"num_layers {num_layers} - ({given}) = {rest} middle layers do not divide over "
+                f"{middle} middle pipeline stages"
+            )
+        elif middle and vpp and (rest // middle) % vpp:
+            problem = (
+                f"{rest // middle} layers per middle pipeline rank are not divisible by VPP = {vpp}"
+            )
+            path = "model.virtual_pipeline_model_parallel_size"
+    if problem is None:
+        return
+    suggestion = "adjust the first/last counts so the rest divides over the middle ranks"
+    if num_layers is not None and pp >= 2:
+        uneven = suggest_uneven(num_layers, pp, vpp, mtp)
+        if uneven:
+            middle_count = pp - 2
+            per = (num_layers - sum(uneven)) // middle_count if middle_count else 0
+            suggestion = (
+                f"num_layers_in_first_pipeline_stage: {uneven[0]} and "
+                f"num_layers_in_last_pipeline_stage: {uneven[1]}"
+                + (f" ({per} on each of the {middle_count} middle ranks)" if middle_count else "")
+            )
+    derivation = (_layer_note(cfg) + "; " if num_layers is not None else "") + f"PP = {pp}"
+    yield _violation(path, derivation=derivation, problem=problem, suggestion=suggestion)
+
+
+def layout_invalid(ctx: Context) -> Iterator[Violation]:
+    """A layout string/list that does not parse or that MCore's layout validation rejects."""
+    cfg = ctx.config
+    layout = read_layout(cfg)
+    if layout is None:
+        return
+    path = "model.pipeline_model_parallel_layout"
+    if layout.stages is None:
+        reason = layout.error or ""
+        text = reason if reason.startswith("it ") else f"it does not parse: {reason}"
+        yield _violation(path, problems=text)
+        return
+    pp = _int(_fact(ctx, "pp"))
+    real_pp = pp if pp and _pp_is_real(cfg) else None
+    num_layers = _value(cfg, "model.num_layers")
+    mtp_raw = cfg.get("model.mtp_num_layers")
+    if "model.mtp_num_layers" in cfg.unknown:
+        mtp: Any = _UNKNOWN
+    elif mtp_raw is None and not cfg.explicit("model.mtp_num_layers"):
+        mtp = _UNKNOWN  # unset in an override file: the recipe decides
+    else:
+        mtp = mtp_raw
+    problems = layout_problems(layout.stages, real_pp, num_layers, mtp)
+    if problems:
+        yield _violation(path, problems="; ".join(problems))
+
+
+def layout_not_divisible(ctx: Context) -> Iterator[Violation]:
+    """The number of layout stages must be a multiple of PP."""
+    cfg = ctx.config
+    layout = read_layout(cfg)
+    pp = _int(_fact(ctx, "pp"))
+    if layout is None or layout.stages is None or not pp or len(layout.stages) % pp == 0:
+        return
+    stages = len(layout.stages)
+    options = [d for d in range(1, stages + 1) if stages % d == 0 and d != pp]
+    near = sorted(options, key=lambda d: (abs(d - pp), d))[:2]
+    yield _violation(
+        "model.pipeline_model_parallel_layout",
+        stages=stages,
+        pp=pp,
+        options=" or ".join(str(d) for d in sorted(near)) or "1",
+    )
+
+
+def layout_vpp_conflict(ctx: Context) -> Iterator[Violation]:
+    """An explicit VPP that disagrees with the VPP the layout implies (stages / PP)."""
+    from moe_lint.engine.evaluate import Violation
+    from moe_lint.engine.spans import set_value_edit
+
+    cfg = ctx.config
+    layout = read_layout(cfg)
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
+    pp = _int(_fact(ctx, "pp"))
+    if layout is None or layout.stages is None or vpp is None or not pp or not _pp_is_real(cfg):
+        return
+    stages = len(layout.stages)
+    if stages % pp:
+        return  # PP005 reports the layout itself
+    implied = stages // pp
+    if implied == vpp:
+        return
+    path = "model.virtual_pipeline_model_parallel_size"
+    edits = []
+    edit = set_value_edit(cfg.doc, cfg.physical(path), implied)
+    if edit is not None:
+        edits.append(edit)
+    yield Violation(
+        path=path,
+        params={
+            "vpp_set": vpp,
+            "stages": stages,
+            "pp": pp,
+            "implied": implied,
+            "wanted": pp * vpp,
+        },
+        edits=edits,
+    )
+
+
+# --------------------------------------------------------------------------- schedules
+
+
+def _valid_microbatches(m: int, pp: int, group: int | None) -> bool:
+    n = group or pp
+    if n < pp or n > m:
+        return False
+    rest = m % n
+    return rest == 0 or rest >= pp
+
+
+def _nearest_valid_microbatches(m: int, pp: int, n: int) -> tuple[int | None, int | None]:
+    """The largest valid microbatch count below ``m`` and the smallest above it, for group
+    size ``n >= pp``, in O(1): a search counted up to ``m`` or ``4·n`` (a group size of 1e12
+    never ended). Valid: ``k >= n`` and ``k % n`` is 0 or at least PP (_valid_microbatches).
+    """
+    below: int | None = None
+    if m - 1 >= n:
+        rest = (m - 1) % n
+        below = m - 1 if rest == 0 or rest >= pp else m - 1 - rest
+    k = max(m + 1, n)
+    rest = k % n
+    if rest == 0 or rest >= pp:
+        above = k
+    elif pp < n:
+        above = k + (pp - rest)
+    else:
+        above = k + (n - rest)
+    return below, above
+
+
+def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
+    """The interleaved 1F1B schedule's limits on the number of microbatches per step."""
+    cfg = ctx.config
+    pp = _int(_fact(ctx, "pp"))
+    gbs, mbs, dp = (_int(_fact(ctx, n)) for n in ("gbs", "mbs", "dp"))
+    if not pp or pp <= 1 or not gbs or not mbs or not dp:
+        return
+    vpp = effective_vpp(cfg, pp)
+    if vpp is None:
+        return
+    unit = mbs * dp
+    decrease = bool(cfg.get("train.decrease_batch_size_if_needed"))
+    if gbs % unit and not decrease:
+        return  # BAT001: the batch does not even divide
+    m = gbs // unit
+    if m < 1:
+        return  # BAT002
+    group = _int(cfg.get("model.microbatch_group_size_per_vp_stage"))
+    n = group or pp
+    if _valid_microbatches(m, pp, group):
+        return
+    n_text = f"microbatch_group_size_per_vp_stage = {n}" + ("" if group else " (default PP)")
+    if n < pp or n > m:
+        problem = f"{n_text} must lie in [PP, M] = [{pp}, {m}]"
+    else:
+        problem = (
+            f"M % {n} = {m % n} leaves a last group of {m % n} microbatches, fewer than PP = {pp}"
+        )
+    m_text = f"{gbs} // ({mbs}·{dp})" if decrease and gbs % unit else f"{gbs} / ({mbs}·{dp})"
+    if group is not None and group < pp:
+        advice = (
+            f"set microbatch_group_size_per_vp_stage between PP = {pp} and M = {m}, or remove it "
+            "(it defaults to PP)"
+        )
+    else:
+        below, above = _nearest_valid_microbatches(m, pp, n)
+        choices = " or ".join(
+            f"{k * unit} ({k} microbatches)" for k in sorted({k for k in (below, above) if k})
+        )
+        note = "" if group else f", a multiple of PP = {pp} microbatches with the default group"
+        advice = f"use global_batch_size {choices} (MBS·DP = {unit}{note})"
+    yield _violation(
+        "train.global_batch_size",
+        derivation=_derived(ctx, "dp", "microbatches"),
+        pp=pp,
+        vpp=vpp,
+        m=m,
+        m_text=m_text,
+        problem=problem,
+        advice=advice,
+    )
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def eval_batch(ctx: Context) -> Iterator[Violation]:
+    """Bridge's check of the evaluation batch against eval MBS × eval DP."""
+    cfg = ctx.config
+    gbs, mbs = _int(_fact(ctx, "gbs")), _int(_fact(ctx, "mbs"))
+    world, tp, pp, cp = (_int(_fact(ctx, n)) for n in ("world", "tp", "pp", "cp"))
+    if not world or not tp or not pp or not cp:
+        return
+    eval_gbs_set = _int(cfg.get("validation.eval_global_batch_size"))
+    eval_mbs_set = _int(cfg.get("validation.eval_micro_batch_size"))
+    eval_gbs = eval_gbs_set if eval_gbs_set is not None else gbs
+    eval_mbs = eval_mbs_set if eval_mbs_set is not None else mbs
+    eval_cp = _int(cfg.get("dist.eval_context_parallel_size")) or cp
+    if not eval_gbs or not eval_mbs or world % (tp * pp * eval_cp):
+        return
+    eval_dp = world // (tp * pp * eval_cp)
+    unit = eval_mbs * eval_dp
+    if eval_gbs % unit == 0:
+        return
+    decrease = bool(cfg.get("train.decrease_batch_size_if_needed"))
+    # With every eval value defaulted this is BAT001's condition; report it here only when an
+    # eval value differs or decrease_batch_size_if_needed keeps BAT001 quiet.
+    if eval_gbs_set is None and eval_mbs_set is None and eval_cp == cp and not decrease:
+        return
+    if eval_gbs_set is None:
+        path = "train.global_batch_size"
+        note = " (train.global_batch_size, copied before decrease_batch_size_if_needed rounds it)"
+    else:
+        path, note = "validation.eval_global_batch_size", ""
+    below, above = max(unit, eval_gbs // unit * unit), (eval_gbs // unit + 1) * unit
+    cp_note = f" with eval CP {eval_cp}" if eval_cp != cp else ""
+    yield _violation(
+        path,
+        derivation=(
+            f"eval DP = {world} / (TP{tp}·PP{pp}·CP{eval_cp}) = {eval_dp}"
+            + ("" if eval_cp == cp else " (dist.eval_context_parallel_size)")
+        ),
+        eval_gbs=eval_gbs,
+        gbs_note=note,
+        eval_mbs=eval_mbs,
+        eval_dp=eval_dp,
+        eval_unit=unit,
+        cp_note=cp_note,
+        nearest=" or ".join(str(v) for v in sorted({below, above})),
+    )
+
+
+CHECKS: dict[str, PythonCheck] = {
+    "eval-batch": PythonCheck(
+        eval_batch,
+        frozenset(
+            {"eval_gbs", "gbs_note", "eval_mbs", "eval_dp", "eval_unit", "cp_note", "nearest"}
+        ),
+    ),
+    "pipeline-split": PythonCheck(pipeline_split, frozenset({"problem", "suggestion"})),
+    "pipeline-split-needs-layout": PythonCheck(
+        pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})
+    ),
+    "uneven-pipeline-split": PythonCheck(uneven_split, frozenset({"problem", "suggestion"})),
+    "pipeline-layout-invalid": PythonCheck(layout_invalid, frozenset({"problems"})),
+    "pipeline-layout-stages": PythonCheck(
+        layout_not_divisible, frozenset({"stages", "pp", "options"})
+    ),
+    "pipeline-layout-vpp": PythonCheck(
+        layout_vpp_conflict, frozenset({"vpp_set", "stages", "pp", "implied", "wanted"})
+    ),
+    "interleaved-microbatches": PythonCheck(
+        interleaved_microbatches,
+        frozenset({"pp", "vpp", "m", "m_text", "problem", "advice"}),
+    ),
+}

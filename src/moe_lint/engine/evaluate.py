@@ -1,0 +1,327 @@
+"""Stage 4/5: run the selected rules over one normalized config and build located findings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from moe_lint.analysis.derive import Facts
+from moe_lint.config.load import format_path, parse_path
+from moe_lint.config.normalize import Config
+from moe_lint.engine.catalogue import Catalogue, Rule
+from moe_lint.engine.expr import _LEFT as _BUDGET
+from moe_lint.engine.expr import (
+    FUNCTIONS,
+    SECTION_NAMES,
+    BudgetExceeded,
+    SectionView,
+    charge,
+    reset_budget,
+)
+from moe_lint.engine.findings import Argument, Edit, Finding
+from moe_lint.engine.spans import location, set_value_edit
+from moe_lint.errors import InputError, NotDerivable, RulePackError
+
+#: Facts whose derivation is worth printing under a finding (sizes alone are not).
+_SHOWN_FACTS = (
+    "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
+    "tokens_per_tp_cp_rank", "tokens_per_rank", "dispatch_group", "cp_target",
+    "experts_per_rank", "vpp_stages", "mem_peak_gib", "mem_usable_gib", "mem_error_gib",
+    "edp2_saving_gib",
+)  # fmt: skip
+
+
+#: Errors a rule expression can hit on odd data (set MOE_LINT_STRICT=1 to surface them).
+_DATA_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError)
+
+
+@dataclass
+class Violation:
+    """What a Python check reports: where, the template parameters, and optional edits."""
+
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    edits: list[Edit] = field(default_factory=list)
+    derivation: str | None = None
+    #: An explicit 1-based (line, column) for findings about comments rather than keys.
+    at: tuple[int, int] | None = None
+    #: Overrides the rule's fix applicability for this finding (e.g. an unsafe removal where
+    #: the rule's usual rewrite is safe).
+    applicability: str | None = None
+    #: For findings about a command-line override: where it sits on the command line.
+    argument: Argument | None = None
+
+
+@dataclass
+class Context:
+    """Everything a rule may read about one file."""
+
+    config: Config
+    facts: Facts
+    settings: Any = None
+    #: Filled in after suppression, for the checks that report unused suppressions.
+    suppressions: list[Any] = field(default_factory=list)
+    catalogue: Any = None
+
+
+class _Namespace(dict[str, Any]):
+    """Globals of a compiled expression: functions and sections stored, the rest looked up.
+
+    A name that is not stored is a rule's ``let`` value or a violation parameter (``locals``),
+    else a derived fact (resolved lazily, then cached here), else NotDerivable: the rule does
+    not apply to this file.
+    """
+
+    def __init__(self, facts: Facts, base: dict[str, Any]) -> None:
+        super().__init__(base)
+        self.facts = facts
+        self.locals: dict[str, Any] = {}
+
+    def __missing__(self, name: str) -> Any:
+        if name in self.locals:
+            return self.locals[name]
+        facts = self.facts
+        facts.resolve(name)
+        fact = facts.values.get(name)
+        if fact is not None:
+            self[name] = fact.value
+            return fact.value
+        raise NotDerivable(name, facts.missing.get(name, "not available"))
+
+
+class Evaluator:
+    """Evaluates compiled rule expressions against one config's facts and sections."""
+
+    def __init__(self, ctx: Context) -> None:
+        from moe_lint.engine.expr import BASE_NAMESPACE
+
+        self.ctx = ctx
+        cfg = ctx.config
+        self.base: dict[str, Any] = {name: SectionView(cfg, name) for name in SECTION_NAMES}
+        functions = dict(FUNCTIONS)
+        functions["explicit"] = cfg.explicit
+        # In a full dump every field is written down; in an override file only what it sets.
+        functions["stated"] = lambda dotted: cfg.form == "full-dump" or cfg.explicit(dotted)
+        functions["known"] = lambda dotted: (
+            dotted not in cfg.unknown and cfg.get(dotted) is not None
+        )
+        functions["value"] = self._value
+        functions["fact"] = self._fact
+        functions["version_below"] = self._version_below
+        functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
+        self.namespace = _Namespace(ctx.facts, {**BASE_NAMESPACE, **functions, **self.base})
+
+    @property
+    def locals(self) -> dict[str, Any]:
+        """The current rule's ``let`` values and violation parameters."""
+        return self.namespace.locals
+
+    @locals.setter
+    def locals(self, values: dict[str, Any]) -> None:
+        self.namespace.locals = values
+
+    def _version_below(self, package: str, text: str) -> bool:
+        """Is the version in use (stated, else the newest release) older than ``text``?"""
+        from moe_lint.config.versions import stated_below
+
+        settings = self.ctx.settings
+        return stated_below(settings.versions if settings is not None else None, package, text)
+
+    def _fact(self, name: str, default: Any = None) -> Any:
+        """A derived fact, or ``default`` when it cannot be computed for this file."""
+        self.ctx.facts.resolve(name)
+        fact = self.ctx.facts.values.get(name)
+        return default if fact is None or fact.value is None else fact.value
+
+    def _value(self, dotted: str, default: Any = None) -> Any:
+        cfg = self.ctx.config
+        if dotted in cfg.unknown:
+            return default
+        result = cfg.get(dotted, default)
+        return default if result is None else result
+
+    def eval(self, compiled: Any) -> Any:
+        # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins,
+        # under the per-file cost budget (expr.LIMITS).
+        left = _BUDGET[0] - compiled.cost
+        _BUDGET[0] = left
+        if left < 0:
+            charge(0)
+        return eval(compiled.code, self.namespace)
+
+    def lookup(self, name: str) -> Any:
+        """Resolve a template placeholder (a name or ``section.field``)."""
+        if "." in name:
+            section, attr = name.split(".", 1)
+            return self.base[section]._read(attr)
+        if name in self.locals:
+            return self.locals[name]
+        self.ctx.facts.resolve(name)
+        fact = self.ctx.facts.values.get(name)
+        if fact is not None:
+            return fact.value
+        raise NotDerivable(name, self.ctx.facts.missing.get(name, "not available"))
+
+
+def _derivation(rule: Rule, ctx: Context, extra: str | None) -> str | None:
+    parts: list[str] = []
+    if extra:
+        parts.append(extra)
+    for name in _SHOWN_FACTS:
+        if name in rule.facts_used and name in ctx.facts.values:
+            parts.append(ctx.facts.values[name].derivation)
+            if name == "world" and "min_world" not in rule.facts_used:
+                assumed = ctx.facts.values.get("world_assumed")
+                if assumed is not None and assumed.value:
+                    parts.append(ctx.facts.values["min_world"].derivation)
+    for dotted in (rule.path, *rule.related):
+        if dotted and dotted in ctx.config.notes:
+            parts.append(ctx.config.notes[dotted])
+        if dotted and dotted in ctx.config.override_text:
+            parts.append(f"{dotted} from override {ctx.config.override_text[dotted]}")
+    seen: list[str] = []
+    for part in parts:
+        if part not in seen:
+            seen.append(part)
+    return "; ".join(seen) or None
+
+
+def _finding(
+    rule: Rule,
+    ctx: Context,
+    ev: Evaluator,
+    path: str,
+    edits: list[Edit],
+    derivation: str | None,
+    at: tuple[int, int] | None = None,
+    applicability: str | None = None,
+    argument: Argument | None = None,
+) -> Finding:
+    cfg = ctx.config
+    if argument is not None:
+        line, col, end_line, end_col = 0, 0, 0, 0
+    elif at is not None:
+        line, col, end_line, end_col = at[0], at[1], at[0], at[1]
+    else:
+        line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
+    fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
+    if rule.fix is None:
+        applicability = None
+    elif applicability is None:
+        applicability = rule.fix.applicability
+    if rule.fix and applicability != "display-only" and not edits:
+        applicability = "display-only"
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        severity=rule.severity,
+        message=rule.message.render(ev.lookup),
+        path=path,
+        file=cfg.doc.path,
+        line=line,
+        column=col,
+        end_line=end_line,
+        end_column=end_col,
+        derivation=derivation,
+        fix=fix_text,
+        applicability=applicability,
+        edits=edits if applicability != "display-only" else [],
+        source=rule.source,
+        argument=argument,
+    )
+
+
+def _fix_edits(rule: Rule, ctx: Context, ev: Evaluator) -> list[Edit]:
+    if rule.fix is None or rule.fix.applicability == "display-only":
+        return []
+    edits: list[Edit] = []
+    for dotted, compiled in rule.fix.sets:
+        value = ev.eval(compiled)
+        edit = set_value_edit(ctx.config.doc, ctx.config.physical(dotted), value)
+        if edit is None:
+            return []
+        edits.append(edit)
+    return edits
+
+
+def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> list[Finding]:
+    """Evaluate one rule; NotDerivable means the rule does not apply to this file."""
+    ev.locals = {}
+    try:
+        if rule.check is not None:
+            check = catalogue.checks[rule.check]
+            out = []
+            for violation in check.func(ctx):
+                ev.locals = dict(violation.params)
+                for name, compiled in rule.lets:
+                    ev.locals[name] = ev.eval(compiled)
+                out.append(
+                    _finding(
+                        rule,
+                        ctx,
+                        ev,
+                        violation.path,
+                        violation.edits,
+                        _derivation(rule, ctx, violation.derivation),
+                        violation.at,
+                        violation.applicability,
+                        violation.argument,
+                    )
+                )
+            return out
+        for name, compiled in rule.when_lets:
+            ev.locals[name] = ev.eval(compiled)
+        assert rule.when is not None
+        if not ev.eval(rule.when):
+            return []
+        for name, compiled in rule.late_lets:
+            ev.locals[name] = ev.eval(compiled)
+        derivation = rule.derivation.render(ev.lookup) if rule.derivation else None
+        edits = _fix_edits(rule, ctx, ev)
+        assert rule.path is not None
+        return [_finding(rule, ctx, ev, rule.path, edits, _derivation(rule, ctx, derivation))]
+    except NotDerivable:
+        return []
+    except BudgetExceeded as exc:
+        if rule.code in catalogue.shipped:
+            # moe-lint's own rules stay far inside the budget on any real config (~10,000
+            # steps of 1,000,000): only a huge value (a long string or list, shared through
+            # aliases) takes one past it, so the file is refused, not the rule.
+            raise InputError(
+                f"a config value is too large for rule {rule.code} ({rule.name}) to check: {exc}"
+            ) from None
+        # A rule that asks for too much is a broken (or hostile) pack: stop with one line
+        # naming it, rather than skip it as if it did not apply.
+        where = f"{ctx.config.doc.path}: " if ctx.config.doc is not None else ""
+        raise RulePackError(
+            f"{where}rule {rule.code} ({rule.name}, pack {rule.pack}): {exc}"
+        ) from None
+    except _DATA_ERRORS:
+        # A value of an unexpected shape in an untyped field: the rule cannot judge this file.
+        if os.environ.get("MOE_LINT_STRICT"):
+            raise
+        return []
+
+
+def applies_to_versions(rule: Rule, ctx: Context) -> bool:
+    """A version-gated rule runs only for the framework versions it describes."""
+    from moe_lint.config.versions import satisfies
+
+    versions = ctx.settings.versions if ctx.settings is not None else {}
+    return all(satisfies(versions.get(package), spec, package) for package, spec in rule.versions)
+
+
+def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:
+    ev = Evaluator(ctx)
+    reset_budget()
+    findings: list[Finding] = []
+    for rule in rules:
+        if rule.versions and not applies_to_versions(rule, ctx):
+            continue
+        findings.extend(run_rule(rule, ctx, ev, catalogue))
+    return findings
+
+
+__all__ = ["Context", "Evaluator", "Violation", "format_path", "parse_path", "run_rules"]

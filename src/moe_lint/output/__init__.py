@@ -1,0 +1,4 @@
+"""Stage 6: findings out.
+
+Text, machine formats, estimate tables, fixes written back, baselines.
+"""

@@ -1,0 +1,72 @@
+"""Baselines: adopt moe-lint on existing configs and fail only on new findings.
+
+A baseline records each finding as (rule code, file relative to the repository root, config
+path), with a count, and nothing about lines, so edits elsewhere in a file do not invalidate it.
+Entries that no longer match any finding are reported as stale so the baseline can shrink.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from moe_lint.engine.findings import Finding
+from moe_lint.errors import UsageError
+from moe_lint.output.formats import relative_uri
+
+Key = tuple[str, str, str]
+FORMAT_VERSION = 1
+
+
+def _key(finding: Finding, root: Path) -> Key:
+    return (finding.code, relative_uri(finding.file, root), finding.path)
+
+
+def write_baseline(path: str, findings: list[Finding], root: Path) -> int:
+    """Write the baseline file; returns the number of entries."""
+    counts = Counter(_key(f, root) for f in findings)
+    entries = [
+        {"code": code, "file": file, "path": cfg_path, "count": n}
+        for (code, file, cfg_path), n in sorted(counts.items())
+    ]
+    data = {"moe-lint-baseline": FORMAT_VERSION, "findings": entries}
+    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return len(entries)
+
+
+@dataclass
+class BaselineResult:
+    new: list[Finding]
+    suppressed: int
+    stale: list[Key]
+
+
+def apply_baseline(
+    path: str, findings: list[Finding], root: Path, linted: set[str]
+) -> BaselineResult:
+    """Drop findings the baseline records; report entries of linted files that match none."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        entries = data["findings"]
+        budget: Counter[Key] = Counter()
+        for entry in entries:
+            budget[(str(entry["code"]), str(entry["file"]), str(entry["path"]))] += int(
+                entry.get("count", 1)
+            )
+    except FileNotFoundError:
+        raise UsageError(f"--baseline {path}: no such file") from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(f"--baseline {path}: not a moe-lint baseline file") from None
+    new: list[Finding] = []
+    suppressed = 0
+    for finding in findings:
+        key = _key(finding, root)
+        if budget[key] > 0:
+            budget[key] -= 1
+            suppressed += 1
+        else:
+            new.append(finding)
+    stale = sorted(k for k, left in budget.items() if left > 0 and k[1] in linted)
+    return BaselineResult(new, suppressed, stale)

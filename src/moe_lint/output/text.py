@@ -1,0 +1,168 @@
+"""Stage 7: render findings. Plain strings everywhere; rich only colours a terminal.
+
+Keeping rich off the path of a piped or clean run matters for a pre-commit hook: importing it
+costs more than parsing a config. Machine formats (json, concise) never touch rich.
+
+Every piece of text goes through :mod:`moe_lint.output.escape` on its way out (render_plain,
+render_rich, concise, to_json), so config keys, values and file names cannot write control
+characters or CI workflow commands; rich gets plain Text, never markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from moe_lint.engine.findings import Finding, InputProblem
+from moe_lint.output import escape
+
+JSON_SCHEMA_VERSION = 1
+#: Styles used when colouring a terminal (segment kind -> rich style).
+_STYLES = {
+    "error": "bold red",
+    "warning": "bold yellow",
+    "info": "bold cyan",
+    "code": "bold",
+    "loc": "bold",
+    "gutter": "blue",
+    "caret": "bold red",
+    "label": "bold blue",
+    "dim": "dim",
+    "ok": "bold green",
+}
+
+Segment = tuple[str, str | None]  # (text, style kind)
+
+
+def concise(findings: Iterable[Finding]) -> str:
+    """``file:line:col: CODE [severity] message`` per finding."""
+    out = []
+    for f in findings:
+        line, column = f.position()
+        text = f"{f.file}:{line}:{column}: {f.code} [{f.severity}] {f.full_message}"
+        out.append(escape.line(text) + "\n")
+    return "".join(out)
+
+
+def json_records(
+    findings: Sequence[Finding], problems: Sequence[InputProblem] = ()
+) -> list[dict[str, Any]]:
+    """Finding records and input-error records (code E000), in file order."""
+    records = [(f.file, f.to_json()) for f in findings]
+    records += [(p.file, p.to_json()) for p in problems]
+    records.sort(key=lambda item: item[0])  # stable: each file's findings keep their order
+    return [record for _, record in records]
+
+
+def to_json(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
+    """A JSON list of finding records (fields documented in the README)."""
+    return escape.dumps(json_records(findings, problems), indent=2) + "\n"
+
+
+def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
+    if not lines or finding.line < 1 or finding.line > len(lines):
+        return []
+    out: list[list[Segment]] = []
+    width = len(str(finding.line))
+    if finding.line > 1:
+        prev = escape.text(lines[finding.line - 2])
+        out.append([(f"  {finding.line - 1:>{width}} | ", "gutter"), (prev, None)])
+    current = lines[finding.line - 1]
+    out.append([(f"  {finding.line:>{width}} | ", "gutter"), (escape.text(current), None)])
+    # The caret is measured on the escaped line, as it is shown.
+    start = finding.column - 1
+    if finding.end_line == finding.line and finding.end_column > finding.column:
+        marked = current[start : finding.end_column - 1]
+    else:
+        marked = current[start:].split("#")[0].rstrip()
+    pad = "".join("\t" if c == "\t" else " " for c in escape.text(current[:start]))
+    caret = "^" * max(1, len(escape.text(marked)))
+    out.append([(f"  {' ' * width} | ", "gutter"), (pad + caret, "caret")])
+    return out
+
+
+def _argument_frame(finding: Finding) -> list[list[Segment]]:
+    """The override argument with a caret under its key (a finding with no line in the file)."""
+    assert finding.argument is not None
+    text = finding.argument.text
+    key = text.partition("=")[0]
+    start = len(key) - len(key.lstrip("+~"))
+    return [
+        [("  $ ", "gutter"), (text, None)],
+        [("    ", "gutter"), (" " * start + "^" * max(1, len(key) - start), "caret")],
+    ]
+
+
+def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
+    """One finding as styled lines: header, message, code frame, derivation, help, source."""
+    where = (
+        f"{finding.file}: {finding.argument.where}"
+        if finding.argument is not None
+        else f"{finding.file}:{finding.line}:{finding.column}"
+    )
+    rows: list[list[Segment]] = [
+        [
+            (where, "loc"),
+            (": ", None),
+            (finding.severity, finding.severity),
+            (" ", None),
+            (finding.code, "code"),
+            (f" [{finding.name}]", "dim"),
+        ],
+        [("  " + finding.message, None)],
+    ]
+    rows.extend(_argument_frame(finding) if finding.argument else _frame(finding, lines))
+    if finding.derivation:
+        rows.append([("  = derived: ", "label"), (finding.derivation, None)])
+    if finding.fix:
+        tag = ""
+        if finding.applicability == "safe" and finding.edits:
+            tag = "  [fix: --fix]"
+        elif finding.applicability == "unsafe" and finding.edits:
+            tag = "  [fix: --unsafe-fixes]"
+        rows.append([("  = help: ", "label"), (finding.fix, None), (tag, "dim")])
+    if finding.source:
+        rows.append([("  = source: ", "label"), (finding.source, "dim")])
+    return rows
+
+
+def summary(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> list[Segment]:
+    if not findings:
+        return [(f"All checks passed ({files} file{'s' if files != 1 else ''}).", "ok")]
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
+    parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
+    text = f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}"
+    extra = []
+    if fixable:
+        extra.append(f"{fixable} fixable with --fix")
+    if unsafe:
+        extra.append(f"{unsafe} more with --unsafe-fixes")
+    if extra:
+        text += f" ({'; '.join(extra)})"
+    return [(text + ".", None)]
+
+
+def _safe(row: list[Segment]) -> list[Segment]:
+    """The row as it may be shown: each piece escaped, workflow commands broken across pieces."""
+    texts = escape.guard_row([escape.text(text) for text, _ in row])
+    return [(text, kind) for text, (_, kind) in zip(texts, row, strict=True)]
+
+
+def render_plain(rows: Iterable[list[Segment]]) -> str:
+    return "".join("".join(text for text, _ in _safe(row)) + "\n" for row in rows)
+
+
+def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
+    """Colour the same rows on a terminal (rich imported only here). Text objects, not markup
+    strings: a ``[red]`` in a config key is printed, never interpreted."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(
+        file=stream, highlight=False, soft_wrap=True, force_terminal=True, emoji=False
+    )
+    for row in rows:
+        line = Text()
+        for text, kind in _safe(row):
+            line.append(text, style=_STYLES.get(kind or "", ""))
+        console.print(line)
