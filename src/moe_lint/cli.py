@@ -385,8 +385,8 @@ def _cmd_estimate(argv: list[str]) -> int:
     ns = parse_command_line(parser, argv, 1)
     from moe_lint.analysis.memory import MemoryInputError, levers
     from moe_lint.analysis.memory_facts import memory_settings, run_estimate
+    from moe_lint.config.forms import NotBridgeConfig
     from moe_lint.config.load import load_file
-    from moe_lint.config.normalize import NotBridgeConfig
     from moe_lint.output import estimate as memreport
     from moe_lint.output import text as report
 
@@ -569,8 +569,8 @@ def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tup
     ancestor (``model`` for a fix that sets ``model.x``)."""
     if not doc.fix_refusals:
         return []
+    from moe_lint.config.forms import NotBridgeConfig, detect_root
     from moe_lint.config.load import format_path
-    from moe_lint.config.normalize import NotBridgeConfig, detect_root
 
     try:
         root, _ = detect_root(doc.data)

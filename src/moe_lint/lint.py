@@ -6,8 +6,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
+from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import Document, load_file, parse_text
-from moe_lint.config.normalize import Config, NotBridgeConfig, normalize
+from moe_lint.config.normalize import Config, normalize
 from moe_lint.config.overrides import Override
 from moe_lint.config.settings import (
     Settings,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
-from moe_lint.config.suggest import closest
+from moe_lint.config.suggest import closest, home_order
 from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ if TYPE_CHECKING:
 _MARKERS = frozenset({"_call_", "_partial_", "_args_", "_name_"})
 #: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
 #: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
-_HOME_SECTIONS = {"model": 0, "train": 1, "optimizer": 2, "ddp": 3, "dist": 4, "dataset": 5}
-
-
 @dataclass
 class KeyProblem:
     path: str
@@ -239,7 +236,7 @@ class _Walk:
         if "." in path:
             return None
         sections = [s for s in self._sections_with().get(key, ()) if s != path]
-        sections.sort(key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s))
+        sections.sort(key=home_order)
         return sections[0] if sections else None
 
     def _drift(self, path: str, key: str, classes: list[str], exact: bool) -> str | None:
