@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 #: Keys next to ``_target_`` that mark an object reference (dtype, function, partial, enum).
 _MARKERS = frozenset({"_call_", "_partial_", "_args_", "_name_"})
+
+
 #: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
 #: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
 @dataclass
