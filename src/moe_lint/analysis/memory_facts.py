@@ -8,12 +8,12 @@ memory rules skip.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 from moe_lint.analysis.derive import Facts
+from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.normalize import Config
-from moe_lint.errors import InputError, UsageError
+from moe_lint.errors import InputError
 
 
 def _shown(value: object) -> str:
@@ -29,55 +29,6 @@ MEMORY_FACTS = (
     "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
     "selective_needs_offload",
 )  # fmt: skip
-#: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
-#: memory. error-margin: report an error only when the peak exceeds usable memory by more than
-#: the model's uncertainty (it over-predicts the measured runs by +0.5 to +4.4%, and its
-#: long-context terms have no published measurement to check them; docs/memory-validation.md).
-DEFAULT_WARN_FRACTION = 0.05
-DEFAULT_ERROR_MARGIN = 0.10
-
-
-def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]:
-    """Validate ``[tool.moe-lint.memory]`` / ``--memory`` values.
-
-    Returns (MemorySettings, warn fraction, error margin).
-    """
-    from moe_lint.analysis.memory import MemorySettings
-
-    known = {f.name: f.type for f in fields(MemorySettings)}
-    values: dict[str, Any] = {}
-    warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
-    for key, value in raw.items():
-        name = key.replace("-", "_")
-        if name == "warn_headroom":
-            warn = _number(value, key, where)
-            continue
-        if name == "error_margin":
-            margin = _number(value, key, where)
-            continue
-        if name not in known:
-            names = ", ".join(sorted(known))
-            raise UsageError(
-                f"{where}: unknown memory setting {_shown(key)} (known: warn-headroom, "
-                f"error-margin, {names})"
-            )
-        if name == "flash_attention":
-            values[name] = str(value).lower() in ("1", "true", "yes")
-        else:
-            values[name] = _number(value, key, where)
-    return MemorySettings(**values), warn, margin
-
-
-def _number(value: Any, key: str, where: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(
-            f"{where}: memory setting {key} must be a number, got {_shown(value)}"
-        ) from None
-    if number < 0:
-        raise UsageError(f"{where}: memory setting {key} must not be negative")
-    return number
 
 
 def _plain(facts: Facts) -> dict[str, Any]:
