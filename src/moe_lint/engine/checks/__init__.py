@@ -13,6 +13,7 @@ MODULES = (
     "moe_lint.engine.checks.general", "moe_lint.engine.checks.pipeline",
     "moe_lint.engine.checks.attention", "moe_lint.engine.checks.dispatch",
     "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.fields",
+    "moe_lint.engine.checks.cudagraph", "moe_lint.engine.checks.batch",
     "moe_lint.engine.checks.overrides",
 )  # fmt: skip
 
