@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks import reads
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
@@ -430,6 +431,90 @@ def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
     yield Violation(path="model.sequence_parallel", params={"tp": tp}, edits=[edit] if edit else [])
 
 
+# --------------------------------------------------------------------------------------------
+# Conditions that outgrew an expression (each reads the config as its expression did)
+# --------------------------------------------------------------------------------------------
+
+#: attention_backend spellings -> the AttnBackend member.
+_BACKENDS = {
+    "flash": "flash", "AttnBackend.flash": "flash", "fused": "fused",
+    "AttnBackend.fused": "fused", "unfused": "unfused", "AttnBackend.unfused": "unfused",
+    "auto": "auto", "AttnBackend.auto": "auto", "local": "local", "AttnBackend.local": "local",
+}  # fmt: skip
+#: The NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN values each backend sets.
+_BACKEND_ENV = {
+    "flash": [1, 0, 0], "fused": [0, 1, 0], "unfused": [0, 0, 1], "auto": [1, 1, 1],
+    "local": [0, 0, 0],
+}  # fmt: skip
+_NVTE_ATTN = ("NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN")
+
+
+def nvte_env_backend_conflict(ctx: Context) -> Iterator[Violation]:
+    """ATT006: NVTE_*_ATTN variables that disagree with attention_backend."""
+    raw = str(reads.value(ctx, "model.attention_backend", ""))
+    backend = _BACKENDS.get(raw)
+    written = [
+        (name, reads.field(ctx, f"env_vars.{name}"), _BACKEND_ENV[backend][i] if backend else 0)
+        for i, name in enumerate(_NVTE_ATTN)
+    ]
+    bad = [
+        f"{name}={v} (needs {e})" for name, v, e in written if v is not None and str(v) != str(e)
+    ]
+    if reads.explicit(ctx, "model.attention_backend") and backend is not None and len(bad) > 0:
+        yield _violation("model.attention_backend", backend=backend, shown=", ".join(bad))
+
+
+_NOT_FUSED = ("flash", "unfused", "AttnBackend.flash", "AttnBackend.unfused")
+
+
+def cp_fp8_attention_backend(ctx: Context) -> Iterator[Violation]:
+    """ATT019: FP8 attention under CP needs FusedAttention, unpacked data, a built-in recipe."""
+    fp8_dpa = bool(reads.value(ctx, "model.fp8_dot_product_attention", False)) or bool(
+        reads.value(ctx, "mixed_precision.fp8_dot_product_attention", False)
+    )
+    raw = str(reads.value(ctx, "model.attention_backend", ""))
+    thd = (
+        bool(reads.value(ctx, "dataset.enable_offline_packing", False))
+        or bool(reads.value(ctx, "dataset.enable_in_batch_packing", False))
+        or reads.value(ctx, "dataset.packing_buffer_size", None) is not None
+    )
+    if not (
+        reads.fact(ctx, "cp") > 1
+        and fp8_dpa
+        and bool(reads.value(ctx, "model.fp8", None))
+        and (raw in _NOT_FUSED or thd or reads.value(ctx, "model.fp8_recipe", None) == "custom")
+    ):
+        return
+    if raw in _NOT_FUSED:
+        problem = f"attention_backend {raw} is not FusedAttention"
+    elif reads.value(ctx, "model.fp8_recipe", None) == "custom":
+        problem = "the fp8 recipe is custom"
+    else:
+        problem = "packed (THD) sequences"
+    yield _violation("model.context_parallel_size", problem=problem)
+
+
+def gated_delta_net_heads(ctx: Context) -> Iterator[Violation]:
+    """ATT021: gated_delta_net linear heads must be divisible as Megatron-Core shards them."""
+    gdn = (
+        reads.value(ctx, "model.experimental_attention_variant", None) == "gated_delta_net"
+        or reads.value(ctx, "model.linear_attention_type", None) == "gated_delta_net"
+    )
+    kh = reads.value(ctx, "model.linear_num_key_heads", 16)
+    vh = reads.value(ctx, "model.linear_num_value_heads", 32)
+    tp = reads.fact(ctx, "tp")
+    cp = reads.fact(ctx, "cp")
+    par = tp * cp
+    if not (gdn and (vh % kh != 0 or kh % par != 0 or vh % par != 0)):
+        return
+    label = f"TP·CP = {tp}·{cp}" if cp > 1 else f"TP = {tp}"
+    if vh % kh != 0:
+        problem = f"linear_num_value_heads {vh} is not a multiple of linear_num_key_heads {kh}"
+    else:
+        problem = f"linear heads ({kh} key, {vh} value) are not divisible by {label}"
+    yield _violation("model.linear_num_key_heads", kh=kh, vh=vh, problem=problem)
+
+
 CHECKS: dict[str, PythonCheck] = {
     "a2a-p2p-without-sizes": PythonCheck(a2a_p2p_without_sizes, frozenset({"types", "suggest"})),
     "hierarchical-sizes-product": PythonCheck(
@@ -450,4 +535,13 @@ CHECKS: dict[str, PythonCheck] = {
         frozenset({"dataset", "seq", "multiple", "terms", "cps", "lower", "upper"}),
     ),
     "sequence-parallel-at-tp1": PythonCheck(sequence_parallel_at_tp1, frozenset({"tp"})),
+    "nvte-env-backend-conflict": PythonCheck(
+        nvte_env_backend_conflict, frozenset({"backend", "shown"})
+    ),
+    "cp-fp8-attention-backend": PythonCheck(
+        cp_fp8_attention_backend, frozenset({"problem"}), frozenset({"cp"})
+    ),
+    "gated-delta-net-heads": PythonCheck(
+        gated_delta_net_heads, frozenset({"kh", "vh", "problem"}), frozenset({"tp", "cp"})
+    ),
 }
