@@ -14,6 +14,7 @@ MODULES = (
     "moe_lint.engine.checks.attention", "moe_lint.engine.checks.dispatch",
     "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.fields",
     "moe_lint.engine.checks.cudagraph", "moe_lint.engine.checks.batch",
+    "moe_lint.engine.checks.context_parallel", "moe_lint.engine.checks.misc",
     "moe_lint.engine.checks.overrides",
 )  # fmt: skip
 
