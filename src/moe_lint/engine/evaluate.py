@@ -257,6 +257,10 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 ev.locals = dict(violation.params)
                 for name, compiled in rule.lets:
                     ev.locals[name] = ev.eval(compiled)
+                extra = violation.derivation
+                if rule.derivation is not None:
+                    rendered = rule.derivation.render(ev.lookup)
+                    extra = f"{rendered}; {extra}" if extra else rendered
                 out.append(
                     _finding(
                         rule,
@@ -264,7 +268,7 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                         ev,
                         violation.path,
                         violation.edits,
-                        _derivation(rule, ctx, violation.derivation),
+                        _derivation(rule, ctx, extra),
                         violation.at,
                         violation.applicability,
                         violation.argument,

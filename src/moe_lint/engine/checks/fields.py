@@ -1,4 +1,4 @@
-"""SCH001 / SCH005: keys Bridge does not know, by section class and framework release.
+"""The key walk behind SCH001 / SCH005 (checks in schema.py): keys Bridge does not know.
 
 Bridge applies an override file key by key and skips a key the section's object lacks
 (``training/utils/omegaconf_utils.py::_apply_overrides``: ``hasattr``, then "Key '…' in
@@ -19,17 +19,16 @@ on the release, so the walk asks :mod:`moe_lint.config.bridge_classes`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.config.suggest import closest, home_order
-from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
     from moe_lint.config.bridge_classes import Choice, View
-    from moe_lint.engine.evaluate import Context, Violation
+    from moe_lint.engine.evaluate import Context
 
 #: Keys next to ``_target_`` that mark an object reference (dtype, function, partial, enum).
 _MARKERS = frozenset({"_call_", "_partial_", "_args_", "_name_"})
@@ -44,12 +43,6 @@ class KeyProblem:
     #: SCH001 (Bridge skips it) when True; SCH005 (cannot tell) when False.
     certain: bool
     text: str
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
-    return Violation(path=path, params=params)
 
 
 def _is_object_ref(value: dict[Any, Any]) -> bool:
@@ -346,23 +339,3 @@ def key_problems(ctx: Context) -> list[KeyProblem]:
     problems = _Walk(ctx).run(raw) if isinstance(raw, dict) else []
     ctx._key_problems = problems  # type: ignore[attr-defined]
     return list(problems)
-
-
-def unknown_keys(ctx: Context) -> Iterator[Violation]:
-    """Keys Bridge does not know: it skips them with only a log line, so typos are silent."""
-    for problem in key_problems(ctx):
-        if problem.certain:
-            yield _violation(problem.path, key=problem.path, hint=problem.text)
-
-
-def unchecked_keys(ctx: Context) -> Iterator[Violation]:
-    """Keys no known class has, where the class or release is outside the catalogue."""
-    for problem in key_problems(ctx):
-        if not problem.certain:
-            yield _violation(problem.path, key=problem.path, reason=problem.text)
-
-
-CHECKS: dict[str, PythonCheck] = {
-    "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
-    "unchecked-keys": PythonCheck(unchecked_keys, frozenset({"key", "reason"})),
-}
