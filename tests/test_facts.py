@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import REPO, cluster_args, override_args
+from conftest import REPO, assert_tool_current, cluster_args, override_args
 from moe_lint.analysis.facts import FACTS, NAMES, computed_by
 from moe_lint.config.load import parse_text
 from moe_lint.config.normalize import NotBridgeConfig
@@ -165,3 +165,7 @@ def test_every_registered_fact_has_a_reader(catalogue: Catalogue) -> None:
         if unread - AWAITING_PLACEMENT
         else f"now read or gone: {sorted(AWAITING_PLACEMENT - unread)}: update AWAITING_PLACEMENT"
     )
+
+
+def test_fact_docs_are_current() -> None:
+    assert_tool_current("fact_docs.py")
