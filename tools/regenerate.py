@@ -30,6 +30,7 @@ GENERATORS = (
     "coverage.py",
     "corpus_report.py",
     "memory_report.py",
+    "fact_docs.py",
 )
 
 

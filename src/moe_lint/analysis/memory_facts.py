@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from moe_lint.analysis import facts as registry
 from moe_lint.analysis.derive import Facts
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.normalize import Config
@@ -23,22 +24,12 @@ def _shown(value: object) -> str:
     return bounded_repr(value)
 
 
-#: Facts this module provides (see docs/adding-rules.md).
-MEMORY_FACTS = (
-    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
-    "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
-    "selective_needs_offload",
-)  # fmt: skip
+#: Facts this module provides (declared in analysis/facts.py).
+MEMORY_FACTS = registry.computed_by("memory_facts")
 
 
 def _plain(facts: Facts) -> dict[str, Any]:
     return {name: fact.value for name, fact in facts.values.items()}
-
-
-_BASE_FACTS = (
-    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
-    "mem_stage", "mem_top_terms",
-)  # fmt: skip
 
 
 class _Memory:
@@ -105,12 +96,15 @@ class _Memory:
 def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
     """Register the lazy loaders of the memory facts (nothing is imported until one is read)."""
     memory = _Memory(facts, cfg, raw_settings)
-    for name in _BASE_FACTS:
-        facts.lazy[name] = memory.base
-    facts.lazy["mem_levers"] = memory.levers
-    facts.lazy["edp2_saving_gib"] = memory.edp2
-    facts.lazy["selective_fits"] = memory.selective
-    facts.lazy["selective_needs_offload"] = memory.selective
+    # The registry names the function that puts each fact; its loader runs that function.
+    loaders = {
+        "memory_facts._load": memory.base,
+        "memory_facts._levers": memory.levers,
+        "memory_facts._edp2": memory.edp2,
+        "memory_facts._Memory.selective": memory.selective,
+    }
+    for name in MEMORY_FACTS:
+        facts.lazy[name] = loaders[registry.BY_NAME[name].computed_by]
 
 
 #: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the

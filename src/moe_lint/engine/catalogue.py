@@ -382,7 +382,7 @@ def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
 #: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
 ENGINE_FILES = (
     "engine/catalogue.py", "engine/expr.py", "engine/findings.py", "config/versions.py",
-    "data/bridge_fields.json", "data/schema_fields.json",
+    "analysis/facts.py", "data/bridge_fields.json", "data/schema_fields.json",
 )  # fmt: skip
 
 

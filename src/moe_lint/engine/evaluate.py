@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_lint.analysis.derive import Facts
+from moe_lint.analysis.facts import SHOWN
 from moe_lint.config.load import format_path, parse_path
 from moe_lint.config.normalize import Config
 from moe_lint.engine.catalogue import Catalogue, Rule
@@ -24,13 +25,9 @@ from moe_lint.engine.findings import Argument, Edit, Finding
 from moe_lint.engine.spans import location, set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
 
-#: Facts whose derivation is worth printing under a finding (sizes alone are not).
-_SHOWN_FACTS = (
-    "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
-    "tokens_per_tp_cp_rank", "tokens_per_rank", "dispatch_group", "cp_target",
-    "experts_per_rank", "vpp_stages", "mem_peak_gib", "mem_usable_gib", "mem_error_gib",
-    "edp2_saving_gib",
-)  # fmt: skip
+#: Facts whose derivation is worth printing under a finding (sizes alone are not): those the
+#: registry (analysis/facts.py) marks ``shown``, in its order.
+_SHOWN_FACTS = SHOWN
 
 
 #: Errors a rule expression can hit on odd data (set MOE_LINT_STRICT=1 to surface them).
