@@ -34,6 +34,7 @@ from moe_lint.analysis.params import (
     mtp_extra_params,
     mtp_layer_params,
 )
+from moe_lint.analysis.placement import Placement, place
 from moe_lint.config.memory_settings import MemorySettings
 
 GIB = float(2**30)
@@ -260,101 +261,61 @@ class _Stage:
         return [i for chunk in self.chunks for i in chunk]
 
 
-def _virtual_counts(ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
-    """Transformer layers and E/L/m markers per virtual stage (stage s = chunk·PP + rank)."""
-    layout = ctx.v.get("model.pipeline_model_parallel_layout")
-    if layout:
-        return _layout_counts(layout, ctx)
-    n, pp, vpp = ctx.arch.num_layers, ctx.pp, ctx.vpp
-    stages = pp * vpp
-    marks: list[set[str]] = [set() for _ in range(stages)]
-    marks[0].add("E")
-    marks[-1].update({"L"} | ({"m"} if ctx.arch.mtp_num_layers else set()))
-    first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
-    last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
-    if first is not None or last is not None:
-        return _uneven_counts(ctx, first, last), marks
-    emb = ctx.v.flag("model.account_for_embedding_in_pipeline_split")
-    loss = ctx.v.flag("model.account_for_loss_in_pipeline_split")
-    total = n + int(emb) + int(loss)
-    base, extra = divmod(total, stages)
-    if extra:
-        ctx.note(f"{n} layers do not split evenly over {stages} virtual stages; spread unevenly")
-    counts = [base + (1 if i < extra else 0) for i in range(stages)]
-    counts[0] -= int(emb)
-    counts[-1] -= int(loss)
-    return counts, marks
+def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
+    """The ``placement`` fact derive computed (analysis/placement.py); a caller that passes
+    plain sizes (tests, tools/memory_report.py) gets the same placement from the values."""
+    placed = facts.get("placement")
+    if isinstance(placed, Placement):
+        return placed
+    v = ctx.v
+    first = v.get("model.num_layers_in_first_pipeline_stage")
+    last = v.get("model.num_layers_in_last_pipeline_stage")
+    return place(
+        num_layers=ctx.arch.num_layers,
+        mtp=ctx.arch.mtp_num_layers,
+        pp=ctx.pp,
+        vpp=ctx.vpp,
+        first=None if first is None else int(first),
+        last=None if last is None else int(last),
+        emb=v.flag("model.account_for_embedding_in_pipeline_split"),
+        loss=v.flag("model.account_for_loss_in_pipeline_split"),
+        layout=v.get("model.pipeline_model_parallel_layout") or None,
+    )
 
 
-def _uneven_counts(ctx: _Ctx, first: Any, last: Any) -> list[int]:
-    """num_layers_in_first/last_pipeline_stage: the middle ranks share the rest evenly."""
-    pp, vpp = ctx.pp, ctx.vpp
-    per_rank = [0] * pp
-    middle = [r for r in range(pp) if not (r == 0 and first is not None)
-              and not (r == pp - 1 and last is not None)]  # fmt: skip
-    rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
-    if rest < 0 or (rest and not middle):
-        raise MemoryInputError(f"first/last stage layers leave {rest} for {len(middle)} ranks")
-    if first is not None:
-        per_rank[0] = int(first)
-    if last is not None:
-        per_rank[-1] = int(last)
-    for j, r in enumerate(middle):
-        per_rank[r] = rest // len(middle) + (1 if j < rest % len(middle) else 0)
-    counts = [0] * (pp * vpp)
-    for r, total in enumerate(per_rank):
-        for c in range(vpp):
-            counts[c * pp + r] = total // vpp + (1 if c < total % vpp else 0)
-    return counts
-
-
-def _layout_counts(layout: Any, ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
-    """``pipeline_model_parallel_layout`` as a string (``Et|(tt|)*30mL``) or a list of lists."""
-    if isinstance(layout, str):
-        from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-
-        try:
-            stages = list(parse_layout(layout).stages)
-        except LayoutError as exc:
-            raise MemoryInputError(f"pipeline_model_parallel_layout: {exc}") from None
-    else:
-        names = {"embedding": "E", "decoder": "t", "loss": "L", "mtp": "m"}
-        stages = ["".join(names.get(str(x), "?") for x in chunk) for chunk in layout]
-    if len(stages) != ctx.pp * ctx.vpp:
-        ctx.vpp = max(1, len(stages) // ctx.pp)
-        ctx.note(f"VPP taken from the layout: {len(stages)} stages / PP {ctx.pp} = {ctx.vpp}")
-    counts = [stage.count("t") for stage in stages]
-    marks = [{c for c in stage if c in "ELm"} for stage in stages]
-    return counts, marks
-
-
-def _check_stage_layers(ctx: _Ctx, stages: list[_Stage], facts: Mapping[str, Any]) -> None:
-    """Note when derive's per-rank layer counts disagree with this placement."""
-    expected = facts.get("stage_layers")
-    got = [len(s.layers) for s in stages]
-    if isinstance(expected, list | tuple) and list(expected) != got:
-        ctx.note(f"layers per rank {got} differ from the derived stage_layers {list(expected)}")
-
-
-def _placement(ctx: _Ctx) -> list[_Stage]:
-    """Assign layer indices to ranks in virtual-stage order; embedding, head and MTP too."""
-    counts, marks = _virtual_counts(ctx)
-    if sum(counts) != ctx.arch.num_layers:
+def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage]:
+    """Layer indices per rank and virtual chunk; embedding, head and MTP, from the placement."""
+    placed = _split(ctx, facts or {})
+    if not placed.stages:
+        if placed.method == "uneven":
+            first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
+            last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
+            rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
+            middle = ctx.pp - (first is not None) - (last is not None)
+            raise MemoryInputError(f"first/last stage layers leave {rest} for {middle} ranks")
+        reason = placed.error.problem if placed.error else "the split places no stage"
+        raise MemoryInputError(f"pipeline_model_parallel_layout: {reason}")
+    if placed.method == "layout" and placed.vpp != ctx.vpp:
+        ctx.vpp = placed.vpp
+        ctx.note(
+            f"VPP taken from the layout: {len(placed.stages)} stages / PP {ctx.pp} = {ctx.vpp}"
+        )
+    for text in placed.notes:
+        ctx.note(text)
+    placed_layers = sum(len(s.layers) for s in placed.stages)
+    if placed_layers != ctx.arch.num_layers:
         raise MemoryInputError(
-            f"the pipeline split places {sum(counts)} layers but the model has "
+            f"the pipeline split places {placed_layers} layers but the model has "
             f"{ctx.arch.num_layers}"
         )
-    stages = [_Stage(r, [[] for _ in range(ctx.vpp)]) for r in range(ctx.pp)]
-    next_layer = 0
-    for s, count in enumerate(counts):
-        chunk, rank = divmod(s, ctx.pp)
-        stage = stages[rank]
-        stage.chunks[chunk] = list(range(next_layer, next_layer + count))
-        next_layer += count
-        stage.embedding |= "E" in marks[s]
-        stage.head |= "L" in marks[s]
-        if "m" in marks[s]:
-            stage.mtp = ctx.arch.mtp_num_layers
+    stages = [_Stage(r, [[] for _ in range(placed.vpp)]) for r in range(ctx.pp)]
+    for vs in placed.stages:
+        stage = stages[vs.rank]
+        stage.chunks[vs.chunk] = list(vs.layers)
+        stage.embedding |= vs.embedding
+        stage.head |= vs.head
+        if vs.mtp:
+            stage.mtp = vs.mtp
     return stages
 
 
@@ -1120,8 +1081,7 @@ def estimate(
     ctx = _context(values, facts, settings or MemorySettings())
     params = count_params(ctx.arch, ctx.tp).layers
     b = _state_bytes(ctx)
-    placement = _placement(ctx)
-    _check_stage_layers(ctx, placement, facts)
+    placement = _placement(ctx, facts)
     stages = tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
     worst = max(stages, key=lambda s: s.total_gib)
     usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib

@@ -18,15 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.analysis import placement
+from moe_lint.analysis.placement import UNKNOWN_COUNT, LayoutInfo, layout_problems
 from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context, Violation
 
-#: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
-_LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN_COUNT
 
 
 def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:
@@ -73,47 +73,11 @@ def _pp_is_real(cfg: Config) -> bool:
 # --------------------------------------------------------------------------- layouts
 
 
-@dataclass(frozen=True)
-class LayoutInfo:
-    """A layout as one string of E/t/m/L symbols per virtual stage, or why it is unusable."""
-
-    stages: tuple[str, ...] | None
-    error: str | None
-    form: str  # "string" or "list"
-
-
 def read_layout(cfg: Config) -> LayoutInfo | None:
     """The configured layout (string or list of lists), or None when none is set."""
-    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-
-    raw = cfg.get("model.pipeline_model_parallel_layout")
-    if raw is None or "model.pipeline_model_parallel_layout" in cfg.unknown:
+    if "model.pipeline_model_parallel_layout" in cfg.unknown:
         return None
-    if isinstance(raw, str):
-        if any(ch.isspace() for ch in raw):
-            # moe-lint's parser tolerates spaces; Megatron-Core drops only commas.
-            return LayoutInfo(
-                None, "it contains spaces (Megatron-Core ignores only commas)", "string"
-            )
-        try:
-            return LayoutInfo(parse_layout(raw).stages, None, "string")
-        except LayoutError as exc:
-            return LayoutInfo(None, str(exc), "string")
-    if isinstance(raw, list):
-        stages: list[str] = []
-        for row in raw:
-            if not isinstance(row, list):
-                return LayoutInfo(None, "every stage of a list layout must be a list", "list")
-            symbols = []
-            for item in row:
-                name = str(item).strip().lower()
-                if name not in _LIST_NAMES:
-                    allowed = ", ".join(sorted(_LIST_NAMES))
-                    return LayoutInfo(None, f"unknown layer type {item!r} (use {allowed})", "list")
-                symbols.append(_LIST_NAMES[name])
-            stages.append("".join(symbols))
-        return LayoutInfo(tuple(stages), None, "list")
-    return None
+    return placement.read_layout(cfg.get("model.pipeline_model_parallel_layout"))
 
 
 def effective_vpp(cfg: Config, pp: int) -> int | None:
@@ -126,53 +90,6 @@ def effective_vpp(cfg: Config, pp: int) -> int | None:
         return None
     derived = len(layout.stages) // pp
     return derived if derived > 1 else None
-
-
-def layout_problems(
-    stages: tuple[str, ...], pp: int | None, num_layers: Any, mtp: Any
-) -> list[str]:
-    """Everything ``PipelineParallelLayerLayout.validate_layer_layout`` would reject.
-
-    ``pp`` is None when the real PP is not known (the MTP placement checks need it);
-    ``num_layers``/``mtp`` are ``_UNKNOWN`` when the recipe decides.
-    """
-    flat = "".join(stages)
-    problems: list[str] = []
-    if not flat.startswith("E"):
-        problems.append(f"the first layer must be the embedding 'E', not {flat[:1] or 'nothing'!r}")
-    if not flat.endswith("L"):
-        problems.append(f"the last layer must be the loss 'L', not {flat[-1:] or 'nothing'!r}")
-    if flat.count("E") > 1:
-        problems.append(f"the embedding 'E' appears {flat.count('E')} times (exactly once)")
-    if flat.count("L") > 1:
-        problems.append(f"the loss 'L' appears {flat.count('L')} times (exactly once)")
-    decoders = flat.count("t")
-    if num_layers is not _UNKNOWN and num_layers is not None and decoders != num_layers:
-        problems.append(f"{decoders} transformer layers 't' but num_layers = {num_layers}")
-    mtps = flat.count("m")
-    if mtp is not _UNKNOWN and not (mtps == (mtp or 0) and (mtp is not None or mtps == 0)):
-        problems.append(f"{mtps} MTP layers 'm' but mtp_num_layers = {mtp}")
-    if "m" in flat and "t" in flat[flat.index("m") :]:
-        problems.append("transformer layers 't' must all come before the MTP layers 'm'")
-    if "x" in flat:
-        problems.append("encoder layers are not supported in a flexible pipeline layout")
-    if pp and len(stages) % pp == 0 and "m" in flat:
-        vpp = len(stages) // pp
-        for index, stage in enumerate(stages):
-            if "m" not in stage:
-                continue
-            rank, chunk = index % pp, index // pp
-            if chunk != vpp - 1:
-                problems.append(
-                    f"MTP sits in virtual stage {index} (PP rank {rank}, chunk {chunk}); MTP must "
-                    f"be in the last chunk ({vpp - 1}) of its pipeline rank"
-                )
-            elif mtp not in (_UNKNOWN, None) and stage.count("m") != mtp:
-                problems.append(
-                    f"only {stage.count('m')} of the {mtp} MTP layers are in virtual stage "
-                    f"{index}; all MTP layers must share one stage"
-                )
-    return problems
 
 
 def _compress_stage(stage: str) -> str:
@@ -329,25 +246,6 @@ def recipe_split(cfg: Config) -> RecipeSplit | None:
     )
 
 
-def _even_problem(
-    num_layers: int, pp: int, vpp: int | None, emb: bool, loss: bool
-) -> tuple[str, str] | None:
-    """(problem, path) when Megatron-Core's even split fails, else None."""
-    total = num_layers + emb + loss
-    counted = f"num_layers {num_layers}" + " + 1 (embedding)" * emb + " + 1 (loss)" * loss
-    if emb or loss:
-        counted += f" = {total}"
-    if total % pp:
-        return f"{counted} is not divisible by PP = {pp}", "model.pipeline_model_parallel_size"
-    if vpp and (total // pp) % vpp:
-        return (
-            f"{counted} gives {total // pp} layers per pipeline rank, which VPP = {vpp} "
-            "virtual stages cannot share equally",
-            "model.virtual_pipeline_model_parallel_size",
-        )
-    return None
-
-
 def _split_suggestion(num_layers: int, mtp: int, pp: int, vpp: int | None, emb: bool,
                       loss: bool) -> str:  # fmt: skip
     total = num_layers + emb + loss
@@ -426,10 +324,10 @@ def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
     failures: list[tuple[tuple[str, str], bool, bool]] = []
     for emb in options[0]:
         for loss in options[1]:
-            failed = _even_problem(num_layers, pp, vpp, emb, loss)
+            failed = placement.even_problem(num_layers, pp, vpp, emb, loss)
             if failed is None:
                 return None
-            failures.append((failed, emb, loss))
+            failures.append(((failed.problem, failed.path), emb, loss))
     (problem, path), emb, loss = failures[0]
     notes = []
     if len(failures) > 1:
@@ -477,65 +375,19 @@ def pipeline_split_needs_layout(ctx: Context) -> Iterator[Violation]:
         yield verdict[1]
 
 
-def uneven_split(ctx: Context) -> Iterator[Violation]:
-    """``num_layers_in_first/last_pipeline_stage`` that Megatron-Core's uneven split rejects."""
+def _uneven(ctx: Context, kinds: tuple[str, ...]) -> Iterator[Violation]:
+    """The placement's uneven-split verdict when it is one of ``kinds`` (Megatron-Core raises
+    the first problem it finds, so one file gets at most one of PP002, PP016 and PP017)."""
     cfg = ctx.config
-    if cfg.get("model.pipeline_model_parallel_layout") is not None:
-        return
-    if cfg.get("model.account_for_embedding_in_pipeline_split") or cfg.get(
-        "model.account_for_loss_in_pipeline_split"
-    ):
-        return  # PP003: the flags and the counts cannot be combined at all
-    first = _int(cfg.get("model.num_layers_in_first_pipeline_stage"))
-    last = _int(cfg.get("model.num_layers_in_last_pipeline_stage"))
-    if first is None and last is None:
-        return
+    placed = _fact(ctx, "placement")
     pp = _int(_fact(ctx, "pp"))
-    if pp is None:
+    if not isinstance(placed, placement.Placement) or placed.method != "uneven" or pp is None:
         return
-    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
-    first_path = "model.num_layers_in_first_pipeline_stage"
-    last_path = "model.num_layers_in_last_pipeline_stage"
-    problem, path = None, first_path if first is not None else last_path
-    for name, count, where in (("first", first, first_path), ("last", last, last_path)):
-        if count is None:
-            continue
-        if count <= 0:
-            problem, path = f"num_layers_in_{name}_pipeline_stage = {count} must be > 0", where
-            break
-        if vpp and count % vpp:
-            problem = (
-                f"num_layers_in_{name}_pipeline_stage = {count} is not divisible by VPP = {vpp} "
-                "(each virtual stage of that rank needs the same number of layers)"
-            )
-            path = where
-            break
+    error = placed.error
+    if error is None or error.kind not in kinds:
+        return  # counts-with-flags: PP003 (the flags and the counts cannot be combined at all)
     num_layers, mtp = _layers(cfg)
-    if problem is None and num_layers is not None:
-        rest = num_layers - (first or 0) - (last or 0)
-        middle = pp - (first is not None) - (last is not None)
-        given = " + ".join(
-            f"{name} {count}"
-            for name, count in (("first", first), ("last", last))
-            if count is not None
-        )
-        if bool(rest) != bool(middle) or rest < 0:
-            problem = (
-                f"num_layers {num_layers} - ({given}) leaves {rest} layers for {middle} middle "
-                "pipeline stages"
-            )
-        elif middle and rest % middle:
-            problem = (
-                f"num_layers {num_layers} - ({given}) = {rest} middle layers do not divide over "
-                f"{middle} middle pipeline stages"
-            )
-        elif middle and vpp and (rest // middle) % vpp:
-            problem = (
-                f"{rest // middle} layers per middle pipeline rank are not divisible by VPP = {vpp}"
-            )
-            path = "model.virtual_pipeline_model_parallel_size"
-    if problem is None:
-        return
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
     suggestion = "adjust the first/last counts so the rest divides over the middle ranks"
     if num_layers is not None and pp >= 2:
         uneven = suggest_uneven(num_layers, pp, vpp, mtp)
@@ -548,7 +400,22 @@ def uneven_split(ctx: Context) -> Iterator[Violation]:
                 + (f" ({per} on each of the {middle_count} middle ranks)" if middle_count else "")
             )
     derivation = (_layer_note(cfg) + "; " if num_layers is not None else "") + f"PP = {pp}"
-    yield _violation(path, derivation=derivation, problem=problem, suggestion=suggestion)
+    yield _violation(error.path, derivation=derivation, suggestion=suggestion, **error.params)
+
+
+def uneven_split(ctx: Context) -> Iterator[Violation]:
+    """First/last counts that leave middle layers the middle ranks cannot share (PP002)."""
+    yield from _uneven(ctx, ("uneven-middle",))
+
+
+def uneven_count(ctx: Context) -> Iterator[Violation]:
+    """A first/last-stage layer count that is not positive (PP016)."""
+    yield from _uneven(ctx, ("uneven-count",))
+
+
+def uneven_vpp(ctx: Context) -> Iterator[Violation]:
+    """First/last counts or layers per middle rank that VPP does not divide (PP017)."""
+    yield from _uneven(ctx, ("uneven-vpp",))
 
 
 def layout_invalid(ctx: Context) -> Iterator[Violation]:
@@ -720,7 +587,13 @@ CHECKS: dict[str, PythonCheck] = {
     "pipeline-split-needs-layout": PythonCheck(
         pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})
     ),
-    "uneven-pipeline-split": PythonCheck(uneven_split, frozenset({"problem", "suggestion"})),
+    "uneven-pipeline-split": PythonCheck(
+        uneven_split, frozenset({"num_layers", "given", "rest", "middle", "suggestion"})
+    ),
+    "uneven-stage-count": PythonCheck(uneven_count, frozenset({"stage", "count", "suggestion"})),
+    "uneven-split-vpp": PythonCheck(
+        uneven_vpp, frozenset({"layers", "where", "vpp", "suggestion"})
+    ),
     "pipeline-layout-invalid": PythonCheck(layout_invalid, frozenset({"problems"})),
     "pipeline-layout-stages": PythonCheck(
         layout_not_divisible, frozenset({"stages", "pp", "options"})
