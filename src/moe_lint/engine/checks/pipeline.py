@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.analysis import placement
 from moe_lint.analysis.placement import UNKNOWN_COUNT, LayoutInfo, layout_problems
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.expr import SectionView
+from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -582,7 +584,178 @@ def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
     )
 
 
+# --------------------------------------------------------------------------- split arguments
+#
+# What an expression rule reads, restated: ``model.x`` is the effective value (NotDerivable when
+# the recipe decides, which skips the rule), ``value(d, default)`` the value or ``default``
+# when unset or recipe-decided, ``known(d)`` set to a value in the file, ``explicit(d)`` written.
+
+_FIRST_NAME = "num_layers_in_first_pipeline_stage"
+_LAST_NAME = "num_layers_in_last_pipeline_stage"
+_EMB_NAME = "account_for_embedding_in_pipeline_split"
+_LOSS_NAME = "account_for_loss_in_pipeline_split"
+
+
+def _val(cfg: Config, dotted: str, default: Any = None) -> Any:
+    if dotted in cfg.unknown:
+        return default
+    result = cfg.get(dotted, default)
+    return default if result is None else result
+
+
+def _known(cfg: Config, dotted: str) -> bool:
+    return dotted not in cfg.unknown and cfg.get(dotted) is not None
+
+
+def _need(ctx: Context, name: str) -> Any:
+    """A derived fact the rule cannot do without (missing: the rule does not apply)."""
+    fact = ctx.facts.values.get(name)
+    if fact is None:
+        raise NotDerivable(name, ctx.facts.missing.get(name, "not available"))
+    return fact.value
+
+
+def counts_with_flags(ctx: Context) -> Iterator[Violation]:
+    """First/last-stage counts together with the account_for_* flags (PP003).
+
+    TransformerConfig.__post_init__ raises "num_layers_in_first_pipeline_stage and
+    num_layers_in_last_pipeline_stage cannot be set at the same time with
+    account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split".
+    """
+    model = SectionView(ctx.config, "model")
+    counts = [n for n in (_FIRST_NAME, _LAST_NAME) if model._read(n) is not None]
+    flags = [n for n in (_EMB_NAME, _LOSS_NAME) if model._read(n)]
+    if counts and flags:
+        yield _violation(
+            f"model.{_EMB_NAME}", counts=" and ".join(counts), flags=" and ".join(flags)
+        )
+
+
+def layout_with_split_args(ctx: Context) -> Iterator[Violation]:
+    """A layout together with first/last counts or account_for_* flags (PP004).
+
+    TransformerConfig.__post_init__ raises "pipeline_model_parallel_layout cannot be set with
+    other pipeline layout arguments."; counts together with flags are PP003's finding (checked
+    first there).
+    """
+    model = SectionView(ctx.config, "model")
+    has_counts = model._read(_FIRST_NAME) is not None or model._read(_LAST_NAME) is not None
+    has_flags = bool(model._read(_EMB_NAME) or model._read(_LOSS_NAME))
+    if model._read("pipeline_model_parallel_layout") is None:
+        return
+    if not (has_counts or has_flags) or (has_counts and has_flags):
+        return
+    set_ = [
+        (_FIRST_NAME, model._read(_FIRST_NAME) is not None),
+        (_LAST_NAME, model._read(_LAST_NAME) is not None),
+        (_EMB_NAME, model._read(_EMB_NAME)),
+        (_LOSS_NAME, model._read(_LOSS_NAME)),
+    ]
+    others = ", ".join(n for n, on in set_ if on)
+    yield _violation("model.pipeline_model_parallel_layout", others=others)
+
+
+def _bridge_p2p(cfg: Config, pp: int) -> tuple[bool, bool]:
+    """overlap_p2p_comm / batch_p2p_comm as Bridge's CommOverlapConfig writes them into the
+    model: values set under comm_overlap, else overlap on and batch off with VPP > 1 and the
+    reverse without
+    (megatron/bridge/training/comm_overlap.py::CommOverlapConfig._get_model_comm_overlap_cfgs)."""
+    setup_vpp = _val(cfg, "model.virtual_pipeline_model_parallel_size", 1)
+    overlap = _val(cfg, "comm_overlap.overlap_p2p_comm", pp > 1 and setup_vpp > 1)
+    batch = _val(cfg, "comm_overlap.batch_p2p_comm", pp > 1 and setup_vpp <= 1)
+    return bool(overlap), bool(batch)
+
+
+def p2p_overlap_with_batch(ctx: Context) -> Iterator[Violation]:
+    """overlap_p2p_comm and batch_p2p_comm both on for an interleaved pipeline (PP010).
+
+    forward_backward_pipelining_with_interleaving raises "Can not use both overlap_p2p_comm
+    and batch_p2p_comm". Interleaved: PP > 1 with a VPP, or a valid layout with more stages
+    than PP (Megatron-Core derives VPP from it). Bridge's defaults depend on VPP, which a
+    recipe may set: without VPP in the file only values written under comm_overlap count.
+    """
+    from moe_lint.engine.spans import set_value_edit
+
+    cfg = ctx.config
+    pp = _need(ctx, "pp")
+    vpp = _fact(ctx, "vpp")
+    placed = _fact(ctx, "placement")
+    layout = placed.layout if isinstance(placed, placement.Placement) else None
+    from_layout = layout is not None and layout.stages is not None
+    interleaved = pp > 1 and (
+        vpp is not None or (from_layout and len(layout.stages or ()) // pp > 1)
+    )
+    overlap, batch = _bridge_p2p(cfg, pp)
+    co_overlap = "comm_overlap.overlap_p2p_comm"
+    co_batch = "comm_overlap.batch_p2p_comm"
+    if not (cfg.explicit("comm_overlap") and interleaved and overlap and batch):
+        return
+    if not (
+        cfg.explicit("model.virtual_pipeline_model_parallel_size")
+        or (_known(cfg, co_overlap) and _known(cfg, co_batch))
+    ):
+        return
+    path = "comm_overlap.batch_p2p_comm"
+    edit = set_value_edit(cfg.doc, cfg.physical(path), False)
+    yield _violation_with_edits(
+        path,
+        [edit] if edit is not None else [],
+        pp=pp,
+        overlap_note="" if _known(cfg, co_overlap) else " (Bridge default for VPP > 1)",
+        batch_note="" if _known(cfg, co_batch) else " (Bridge default without VPP)",
+    )
+
+
+def p2p_warmup_flush(ctx: Context) -> Iterator[Violation]:
+    """overlap_p2p_comm_warmup_flush without overlapped, unbatched p2p (PP011).
+
+    ModelParallelConfig.__post_init__ raises a ValueError when overlap_p2p_comm_warmup_flush is
+    set and overlap_p2p_comm is off or batch_p2p_comm on. Without a comm_overlap section the
+    recipe decides whether Bridge's defaults or the model's own fields apply: report only when
+    both would be rejected. Bridge's defaults depend on PP and VPP, so both must be in the
+    file unless both comm_overlap values are.
+    """
+    cfg = ctx.config
+    pp = _need(ctx, "pp")
+    co = cfg.explicit("comm_overlap")
+    co_overlap, co_batch = _bridge_p2p(cfg, pp)
+    m_overlap = bool(_val(cfg, "model.overlap_p2p_comm", False))
+    m_batch = bool(_val(cfg, "model.batch_p2p_comm", True))
+    if not _val(cfg, "model.overlap_p2p_comm_warmup_flush", False):
+        return
+    bridge_rejects = not co_overlap or co_batch
+    if not (bridge_rejects if co else bridge_rejects and (not m_overlap or m_batch)):
+        return
+    stated_sizes = cfg.explicit("model.pipeline_model_parallel_size") and cfg.explicit(
+        "model.virtual_pipeline_model_parallel_size"
+    )
+    stated_values = (
+        co
+        and _known(cfg, "comm_overlap.overlap_p2p_comm")
+        and _known(cfg, "comm_overlap.batch_p2p_comm")
+    )
+    if not (stated_sizes or stated_values):
+        return
+    yield _violation(
+        "model.overlap_p2p_comm_warmup_flush",
+        eff_overlap="true" if (co_overlap if co else m_overlap) else "false",
+        eff_batch="true" if (co_batch if co else m_batch) else "false",
+    )
+
+
+def _violation_with_edits(path: str, edits: list[Any], **params: Any) -> Violation:
+    from moe_lint.engine.evaluate import Violation
+
+    return Violation(path=path, params=params, edits=edits)
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "uneven-split-with-account-for": PythonCheck(counts_with_flags, frozenset({"counts", "flags"})),
+    "layout-with-split-args": PythonCheck(layout_with_split_args, frozenset({"others"})),
+    "p2p-overlap-with-batch": PythonCheck(
+        p2p_overlap_with_batch, frozenset({"pp", "overlap_note", "batch_note"})
+    ),
+    "p2p-warmup-flush": PythonCheck(p2p_warmup_flush, frozenset({"eff_overlap", "eff_batch"})),
     "pipeline-split": PythonCheck(pipeline_split, frozenset({"problem", "suggestion"})),
     "pipeline-split-needs-layout": PythonCheck(
         pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})
