@@ -20,7 +20,6 @@ assumptions made where the config was silent. Only the standard library is used.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -184,61 +183,34 @@ class _Ctx:
         return self.tokens / self.tp if self.sp else self.tokens
 
 
-def _int_fact(facts: Mapping[str, Any], v: _Values, name: str, *keys: str, default: int) -> int:
-    """A derived size from facts, else the config field, else Megatron's default."""
-    value = facts.get(name)
-    if value is None:
-        value = v.get(*keys, default=default)
-    return int(value)
+#: The sizes and batch shape the model reads from the derived facts
+#: (analysis/memory_facts.py:model_inputs fills the ones derive could not compute).
+INPUTS = ("tp", "pp", "cp", "ep", "etp", "world", "dp", "edp", "sp", "vpp", "seq", "mbs",
+          "microbatches")  # fmt: skip
 
 
 def _context(values: Mapping[str, Any], facts: Mapping[str, Any], s: MemorySettings) -> _Ctx:
-    """Resolve parallel sizes and batch shape from facts (preferred) and values."""
+    """Parallel sizes and batch shape from the facts (the model derives none of them)."""
     v = _Values(values)
     try:
         arch = Arch.from_mapping(values)
     except (KeyError, ValueError) as exc:
         raise MemoryInputError(str(exc).strip("'\"")) from None
-    tp = _int_fact(facts, v, "tp", "model.tensor_model_parallel_size", default=1)
-    pp = _int_fact(facts, v, "pp", "model.pipeline_model_parallel_size", default=1)
-    cp = _int_fact(facts, v, "cp", "model.context_parallel_size", default=1)
-    ep = _int_fact(facts, v, "ep", "model.expert_model_parallel_size", default=1)
-    etp_default = 1 if ep > 1 else tp  # Bridge: ETP = 1 when EP > 1, else Megatron's ETP = TP
-    etp = _int_fact(facts, v, "etp", "model.expert_tensor_parallel_size", default=etp_default)
-    world = int(facts.get("world") or pp * math.lcm(tp * cp, etp * ep))
-    dp = int(facts.get("dp") or max(1, world // (tp * pp * cp)))
-    edp = int(facts.get("edp") or max(1, world // (etp * ep * pp)))
-    sp = facts.get("sp")
-    if sp is None:
-        sp = bool(v.get("model.sequence_parallel", default=tp > 1))
-    vpp = int(facts.get("vpp") or v.get("model.virtual_pipeline_model_parallel_size") or 1)
-    seq, mbs, m, notes = _batch(facts, v, dp, pp * vpp)
-    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(sp and tp > 1), seq, mbs, m,
+    if facts.get("seq") is None:
+        raise MemoryInputError("the sequence length (model.seq_length) is needed")
+    missing = [name for name in INPUTS if name not in facts or (
+        facts[name] is None and name != "vpp")]  # fmt: skip
+    if missing:
+        raise MemoryInputError(f"the derived sizes are missing: {', '.join(missing)}")
+    tp, pp, cp, ep, etp, world, dp, edp = (int(facts[n]) for n in (
+        "tp", "pp", "cp", "ep", "etp", "world", "dp", "edp"))  # fmt: skip
+    vpp = int(facts["vpp"] or 1)
+    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(facts["sp"] and tp > 1),
+               int(facts["seq"]), int(facts["mbs"]), int(facts["microbatches"]),
                world)  # fmt: skip
-    for text in (*notes, *arch.assumed):
+    for text in (*facts.get("assumed", ()), *arch.assumed):
         ctx.note(text)
     return ctx
-
-
-def _batch(
-    facts: Mapping[str, Any], v: _Values, dp: int, fill: int
-) -> tuple[int, int, int, list[str]]:
-    """Sequence length, micro-batch size and micro-batches per step (with what was assumed)."""
-    seq = facts.get("seq") or v.get("model.seq_length", "dataset.seq_length")
-    if seq is None:
-        raise MemoryInputError("the sequence length (model.seq_length) is needed")
-    notes: list[str] = []
-    mbs = facts.get("mbs") or v.get("train.micro_batch_size")
-    if mbs is None:
-        mbs = 1
-        notes.append("micro_batch_size unknown -> 1")
-    m = facts.get("microbatches")
-    if m is None:
-        gbs = facts.get("gbs") or v.get("train.global_batch_size")
-        m = max(1, int(gbs) // (int(mbs) * dp)) if gbs else fill
-        if not gbs:
-            notes.append(f"global batch size unknown -> {m} micro-batches (enough to fill PP)")
-    return int(seq), int(mbs), int(m), notes
 
 
 # --------------------------------------------------------------------------------------------
@@ -1042,15 +1014,11 @@ _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "d
 def values_from_config(cfg: Any) -> dict[str, Any]:
     """Dotted values for :func:`estimate` from a normalized ``moe_lint.config.normalize.Config``.
 
-    ``Config.values`` only holds the fields the rules type, so architecture fields such as
-    ``q_lora_rank`` come from the preset and the file's raw sections underneath it
-    (preset < file < normalized values). Duck-typed to keep this module free of pydantic.
+    The file's raw sections, under the normalized values (which hold the model preset
+    ``normalize`` applied, typed fields and untyped architecture fields such as
+    ``q_lora_rank`` alike). Duck-typed to keep this module free of pydantic.
     """
     out: dict[str, Any] = {}
-    if getattr(cfg, "preset", None):
-        from moe_lint.config.settings import preset_fields
-
-        out.update({f"model.{k}": v for k, v in preset_fields(cfg.preset).items()})
     # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
     refused = {p.path for p in getattr(cfg, "type_problems", ())}
     for section in _SECTIONS:
@@ -1074,9 +1042,10 @@ def estimate(
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
     ``values`` are effective dotted config values (``model.*``, ``train.*``, ``optimizer.*``,
-    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (tp, pp, cp, ep, etp, dp, edp,
-    vpp, sp, seq, mbs, microbatches, world). Raises :class:`MemoryInputError` when the model
-    dimensions or the sequence length are missing.
+    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (:data:`INPUTS`, as
+    memory_facts.model_inputs gives them) and optionally derive's ``placement``. Raises
+    :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
+    missing.
     """
     ctx = _context(values, facts, settings or MemorySettings())
     params = count_params(ctx.arch, ctx.tp).layers
@@ -1152,7 +1121,7 @@ def _parallel_changes(ctx: _Ctx) -> list[_Change]:
     if ctx.seq % (4 * ctx.cp) == 0:
         new_world = world * 2
         facts = {"cp": ctx.cp * 2, "world": new_world,
-                 "edp": new_world // (ctx.etp * ctx.ep * ctx.pp)}  # fmt: skip
+                 "edp": max(1, new_world // (ctx.etp * ctx.ep * ctx.pp))}  # fmt: skip
         out.append(
             (
                 "CP ×2",
