@@ -413,8 +413,8 @@ def _place_layout(info: LayoutInfo | None, pp: int, mtp: int) -> Placement:
     assert info is not None  # place() only calls it for a string or list layout
     stages = info.parsed
     if stages is None:
-        error = SplitError("layout", info.error or "it does not parse", LAYOUT_PATH)
-        return Placement("layout", pp, 1, (), error, (), info)
+        unparsed = SplitError("layout", info.error or "it does not parse", LAYOUT_PATH)
+        return Placement("layout", pp, 1, (), unparsed, (), info)
     error = None if info.error is None else SplitError("layout", info.error, LAYOUT_PATH)
     if pp < 1 or len(stages) % pp:
         stage_error = SplitError(

@@ -681,10 +681,8 @@ def p2p_overlap_with_batch(ctx: Context) -> Iterator[Violation]:
     vpp = _fact(ctx, "vpp")
     placed = _fact(ctx, "placement")
     layout = placed.layout if isinstance(placed, placement.Placement) else None
-    from_layout = layout is not None and layout.stages is not None
-    interleaved = pp > 1 and (
-        vpp is not None or (from_layout and len(layout.stages or ()) // pp > 1)
-    )
+    layout_stages = len(layout.stages) if layout is not None and layout.stages else 0
+    interleaved = pp > 1 and (vpp is not None or layout_stages // pp > 1)
     overlap, batch = _bridge_p2p(cfg, pp)
     co_overlap = "comm_overlap.overlap_p2p_comm"
     co_batch = "comm_overlap.batch_p2p_comm"
