@@ -39,7 +39,10 @@ _DATA_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError)
 
 @dataclass
 class Violation:
-    """What a Python check reports: where, the template parameters, and optional edits."""
+    """What a Python check reports: where, the template parameters, and optional edits.
+
+    An empty ``path`` means the rule's own ``path`` (a rule converted from an expression).
+    """
 
     path: str
     params: dict[str, Any] = field(default_factory=dict)
@@ -257,14 +260,19 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 ev.locals = dict(violation.params)
                 for name, compiled in rule.lets:
                     ev.locals[name] = ev.eval(compiled)
+                extra = violation.derivation
+                if extra is None and rule.derivation is not None:
+                    extra = rule.derivation.render(ev.lookup)
+                path = violation.path or rule.path
+                assert path is not None, f"{rule.code}: a check violation needs a path"
                 out.append(
                     _finding(
                         rule,
                         ctx,
                         ev,
-                        violation.path,
+                        path,
                         violation.edits,
-                        _derivation(rule, ctx, violation.derivation),
+                        _derivation(rule, ctx, extra),
                         violation.at,
                         violation.applicability,
                         violation.argument,

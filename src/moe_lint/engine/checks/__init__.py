@@ -11,9 +11,12 @@ from __future__ import annotations
 #: Modules whose CHECKS tables make up the built-in registry.
 MODULES = (
     "moe_lint.engine.checks.general", "moe_lint.engine.checks.pipeline",
-    "moe_lint.engine.checks.attention", "moe_lint.engine.checks.dispatch",
+    "moe_lint.engine.checks.attention",
     "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.fields",
     "moe_lint.engine.checks.overrides",
+    "moe_lint.engine.checks.moe", "moe_lint.engine.checks.optimizer",
+    "moe_lint.engine.checks.overlap", "moe_lint.engine.checks.parallel",
+    "moe_lint.engine.checks.precision", "moe_lint.engine.checks.recompute",
 )  # fmt: skip
 
 

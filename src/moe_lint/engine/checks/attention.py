@@ -414,22 +414,6 @@ def sft_seq_padding_multiple(ctx: Context) -> Iterator[Violation]:
     )
 
 
-def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
-    """sequence_parallel: true at TP = 1 is switched off by Bridge's finalize()."""
-    raw = ctx.config.raw.get("model")
-    if not isinstance(raw, dict) or raw.get("sequence_parallel") is not True:
-        return
-    tp = _int(_fact(ctx, "tp"))
-    if tp is None or tp > 1:
-        return
-    from moe_lint.engine.evaluate import Violation
-    from moe_lint.engine.spans import set_value_edit
-
-    cfg = ctx.config
-    edit = set_value_edit(cfg.doc, cfg.physical("model.sequence_parallel"), False)
-    yield Violation(path="model.sequence_parallel", params={"tp": tp}, edits=[edit] if edit else [])
-
-
 CHECKS: dict[str, PythonCheck] = {
     "a2a-p2p-without-sizes": PythonCheck(a2a_p2p_without_sizes, frozenset({"types", "suggest"})),
     "hierarchical-sizes-product": PythonCheck(
@@ -449,5 +433,4 @@ CHECKS: dict[str, PythonCheck] = {
         sft_seq_padding_multiple,
         frozenset({"dataset", "seq", "multiple", "terms", "cps", "lower", "upper"}),
     ),
-    "sequence-parallel-at-tp1": PythonCheck(sequence_parallel_at_tp1, frozenset({"tp"})),
 }

@@ -1,14 +1,10 @@
-"""Python checks for the dispatch rule family (listed in moe_lint.engine.checks.MODULES).
-
-Most rules are pure data in rules/*.yaml; put a check here only when a condition truly needs
-code. Each entry maps a check name (used as `check: <name>` in a pack) to a PythonCheck whose
-params are the template placeholders its violations provide.
+"""Python checks for the overlap rule family (OVL codes, rules/overlap.yaml).
 
 The checks here need code for one of two reasons: the finding must point at whichever of
 ``model.X`` / ``comm_overlap.X`` actually set the EP-overlap flags (Bridge's CommOverlapConfig
 copies its values onto the model), or one rule reports a list of independent problems in one
-finding (the EP-overlap prerequisites, group-limited routing, paged stash) so that one root cause
-gives one finding with every reason in it.
+finding (the EP-overlap prerequisites) so that one root cause gives one finding with every
+reason in it.
 """
 
 from __future__ import annotations
@@ -16,49 +12,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import UNKNOWN, written_or_preset
+from moe_lint.engine.evaluate import Violation
+from moe_lint.engine.spans import set_value_edit
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
-    from moe_lint.engine.evaluate import Context, Violation
+    from moe_lint.engine.evaluate import Context
 
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN
+_value = written_or_preset
 
 #: The two model flags a ``comm_overlap`` block overwrites (docs/domain/01 §b.6).
 _EP_OVERLAP_KEYS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute")
 
 
 def _violation(path: str, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
     return Violation(path=path, params=params)
-
-
-def _raw(cfg: Config, dotted: str) -> Any:
-    return cfg.raw_get(dotted, _UNKNOWN)
-
-
-def _value(cfg: Config, dotted: str) -> Any:
-    """The effective value of ``dotted``, or ``_UNKNOWN`` when the recipe decides it.
-
-    Typed fields use the normalized value (framework default when unset); untyped fields are
-    known only when the file (or a full dump) writes them, else from the model preset.
-    """
-    if dotted in cfg.unknown:
-        return _UNKNOWN
-    if dotted in cfg.values:
-        return cfg.values[dotted]
-    raw = _raw(cfg, dotted)
-    if raw is not _UNKNOWN:
-        return raw
-    section, _, field = dotted.partition(".")
-    if section == "model" and cfg.preset:
-        from moe_lint.config.settings import preset_fields
-
-        preset = preset_fields(cfg.preset)
-        if field in preset:
-            return preset[field]
-    return _UNKNOWN
 
 
 def _fact(ctx: Context, name: str) -> Any:
@@ -173,8 +145,6 @@ def delay_wgrad_without_overlap(ctx: Context) -> Iterator[Violation]:
 
 def _te_below(ctx: Context, text: str) -> bool:
     """Is the Transformer Engine in use (stated, else the newest release) older than ``text``?"""
-    from moe_lint.config.versions import stated_below
-
     return stated_below(ctx.settings.versions if ctx.settings else None, "transformer-engine", text)
 
 
@@ -227,8 +197,6 @@ def delay_wgrad_constraints(ctx: Context) -> Iterator[Violation]:
 
 def comm_overlap_reset(ctx: Context) -> Iterator[Violation]:
     """A model EP-overlap flag that the comm_overlap block overwrites (SEED-B6)."""
-    from moe_lint.engine.spans import set_value_edit
-
     cfg = ctx.config
     block = cfg.raw.get("comm_overlap")
     if _fact(ctx, "full_dump") is True or not isinstance(block, dict):
@@ -262,71 +230,6 @@ def comm_overlap_reset(ctx: Context) -> Iterator[Violation]:
         yield violation
 
 
-def group_limited_routing(ctx: Context) -> Iterator[Violation]:
-    """Group-limited (device-limited) routing that MCore rejects or cannot route (MOE-06)."""
-    cfg = ctx.config
-
-    def count(dotted: str) -> Any:
-        value = _value(cfg, dotted)
-        return value if isinstance(value, int) and not isinstance(value, bool) else _UNKNOWN
-
-    group_topk = count("model.moe_router_group_topk")
-    if group_topk is _UNKNOWN or group_topk <= 0:
-        return
-    groups = _value(cfg, "model.moe_router_num_groups")
-    experts = count("model.num_moe_experts")
-    topk = count("model.moe_router_topk")
-    problems: list[str] = []
-    if groups in (None, 0):
-        problems.append(f"moe_router_group_topk = {group_topk} without moe_router_num_groups")
-    elif isinstance(groups, int) and not isinstance(groups, bool) and groups > 0:
-        if isinstance(experts, int) and experts % groups:
-            problems.append(
-                f"num_moe_experts = {experts} is not divisible by moe_router_num_groups = {groups}"
-            )
-        if group_topk > groups:
-            problems.append(
-                f"moe_router_group_topk = {group_topk} exceeds moe_router_num_groups = {groups}"
-            )
-        elif isinstance(experts, int) and experts % groups == 0 and isinstance(topk, int):
-            per_group = experts // groups
-            if topk // group_topk > per_group:
-                problems.append(
-                    f"each group is scored by its top {topk} // {group_topk} = "
-                    f"{topk // group_topk} experts but holds only {per_group} "
-                    "(torch.topk fails at the first forward)"
-                )
-            elif topk > group_topk * per_group:
-                problems.append(
-                    f"top-{topk} routing can only reach {group_topk}·{per_group} = "
-                    f"{group_topk * per_group} experts in the selected groups (the router "
-                    "picks masked experts)"
-                )
-    if problems:
-        yield _violation(
-            "model.moe_router_group_topk", problems="; ".join(problems), count=len(problems)
-        )
-
-
-def paged_stash_constraints(ctx: Context) -> Iterator[Violation]:
-    """moe_paged_stash without what TransformerConfig requires (MOE-25)."""
-    cfg = ctx.config
-    if _value(cfg, "model.moe_paged_stash") is not True:
-        return
-    problems: list[str] = []
-    if _value(cfg, "model.cpu_offloading") is True:
-        problems.append("cpu_offloading is on")
-    if _value(cfg, "model.moe_expert_rank_capacity_factor") is None:
-        problems.append("moe_expert_rank_capacity_factor is not set")
-    offload = _value(cfg, "model.offload_modules")
-    if isinstance(offload, list):
-        clash = [m for m in ("expert_fc1", "moe_act", "fused_group_mlp") if m in offload]
-        if clash:
-            problems.append(f"offload_modules contains {', '.join(clash)}")
-    if problems:
-        yield _violation("model.moe_paged_stash", problems="; ".join(problems), count=len(problems))
-
-
 CHECKS: dict[str, PythonCheck] = {
     "ep-overlap-prerequisites": PythonCheck(
         ep_overlap_prerequisites, frozenset({"where", "problems", "count"})
@@ -339,9 +242,5 @@ CHECKS: dict[str, PythonCheck] = {
     ),
     "comm-overlap-reset": PythonCheck(
         comm_overlap_reset, frozenset({"field", "written", "used", "why"})
-    ),
-    "group-limited-routing": PythonCheck(group_limited_routing, frozenset({"problems", "count"})),
-    "paged-stash-constraints": PythonCheck(
-        paged_stash_constraints, frozenset({"problems", "count"})
     ),
 }

@@ -1,0 +1,96 @@
+"""What a Python check reads, with the same meaning as in a rule expression.
+
+A rule whose expression grew too long for data became a Python check; :class:`Reads` keeps its
+truth table by reading the config exactly as the expression did:
+
+* :meth:`Reads.field` is ``model.x`` in an expression: the effective value, or
+  :class:`~moe_lint.errors.NotDerivable` when the recipe decides it (or an untyped field holds a
+  value of the wrong kind): the rule then does not apply to the file;
+* :meth:`Reads.value` is ``value('model.x', default)``: ``default`` when unknown or null;
+* :meth:`Reads.fact` is a bare fact name (NotDerivable when it cannot be derived), and
+  :meth:`Reads.explicit`, :meth:`Reads.stated`, :meth:`Reads.version_below` are the functions of
+  the same name.
+
+A check raising NotDerivable yields no finding, as the expression did.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from moe_lint.config.settings import preset_fields
+from moe_lint.config.versions import stated_below
+from moe_lint.engine.expr import SectionView
+from moe_lint.errors import NotDerivable
+
+if TYPE_CHECKING:
+    from moe_lint.config.normalize import Config
+    from moe_lint.engine.evaluate import Context
+
+#: What :func:`written_or_preset` returns for a value the recipe decides.
+UNKNOWN: Any = object()
+
+
+class Reads:
+    """One file's config and facts, read the way rule expressions read them."""
+
+    __slots__ = ("cfg", "ctx")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.cfg = ctx.config
+
+    def field(self, dotted: str) -> Any:
+        """``section.field`` in an expression: the value, or NotDerivable when unknown."""
+        section, attr = dotted.split(".", 1)
+        return SectionView(self.cfg, section)._read(attr)
+
+    def value(self, dotted: str, default: Any = None) -> Any:
+        """``value(dotted, default)``: the value, or ``default`` when unknown or null."""
+        cfg = self.cfg
+        if dotted in cfg.unknown:
+            return default
+        result = cfg.get(dotted, default)
+        return default if result is None else result
+
+    def explicit(self, dotted: str) -> bool:
+        return bool(self.cfg.explicit(dotted))
+
+    def stated(self, dotted: str) -> bool:
+        """The file (or a full dump, where every field is written down) states ``dotted``."""
+        return self.cfg.form == "full-dump" or bool(self.cfg.explicit(dotted))
+
+    def fact(self, name: str) -> Any:
+        """A derived fact by name, or NotDerivable."""
+        facts = self.ctx.facts
+        facts.resolve(name)
+        fact = facts.values.get(name)
+        if fact is None:
+            raise NotDerivable(name, facts.missing.get(name, "not available"))
+        return fact.value
+
+    def version_below(self, package: str, text: str) -> bool:
+        """Is the version in use (stated, else the newest release) older than ``text``?"""
+        settings = self.ctx.settings
+        return stated_below(settings.versions if settings is not None else None, package, text)
+
+
+def written_or_preset(cfg: Config, dotted: str) -> Any:
+    """The effective value of ``dotted``, or :data:`UNKNOWN` when the recipe decides it.
+
+    Typed fields use the normalized value (framework default when unset); untyped fields are
+    known only when the file (or a full dump) writes them, else from the model preset.
+    """
+    if dotted in cfg.unknown:
+        return UNKNOWN
+    if dotted in cfg.values:
+        return cfg.values[dotted]
+    raw = cfg.raw_get(dotted, UNKNOWN)
+    if raw is not UNKNOWN:
+        return raw
+    section, _, name = dotted.partition(".")
+    if section == "model" and cfg.preset:
+        preset = preset_fields(cfg.preset)
+        if name in preset:
+            return preset[name]
+    return UNKNOWN
