@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import UNKNOWN, written_or_preset
+from moe_lint.engine.checks.reads import UNKNOWN, Reads, written_or_preset
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 
@@ -230,6 +230,35 @@ def comm_overlap_reset(ctx: Context) -> Iterator[Violation]:
         yield violation
 
 
+# --------------------------------------------------------------------------------------------
+# Rules converted from long expressions: each reads what its expression read, in the same order
+# (an unknown field or fact raises NotDerivable: no finding), and yields the template values.
+# The ``r.value(field, default)`` defaults are the expressions' own, kept literally.
+# --------------------------------------------------------------------------------------------
+
+
+def dispatch_backward_overlap_conflict(ctx: Context) -> Iterator[Violation]:
+    """OVL004: overlap_dispatch_backward_with_experts_wgrad with EP overlap, delayed wgrad or
+    an old Transformer Engine."""
+    r = Reads(ctx)
+    if not (
+        r.field("model.overlap_dispatch_backward_with_experts_wgrad") is True
+        and (
+            r.field("model.overlap_moe_expert_parallel_comm")
+            or r.field("model.delay_wgrad_compute")
+            or r.version_below("transformer-engine", "2.3")
+        )
+    ):
+        return
+    if r.field("model.overlap_moe_expert_parallel_comm"):
+        reason = "overlap_moe_expert_parallel_comm is also on (use only one)"
+    elif r.field("model.delay_wgrad_compute"):
+        reason = "delay_wgrad_compute is also on (use only one)"
+    else:
+        reason = "it needs Transformer Engine >= 2.3"
+    yield Violation("", {"reason": reason})
+
+
 CHECKS: dict[str, PythonCheck] = {
     "ep-overlap-prerequisites": PythonCheck(
         ep_overlap_prerequisites, frozenset({"where", "problems", "count"})
@@ -242,5 +271,8 @@ CHECKS: dict[str, PythonCheck] = {
     ),
     "comm-overlap-reset": PythonCheck(
         comm_overlap_reset, frozenset({"field", "written", "used", "why"})
+    ),
+    "dispatch-backward-overlap-conflict": PythonCheck(
+        dispatch_backward_overlap_conflict, frozenset({"reason"})
     ),
 }
