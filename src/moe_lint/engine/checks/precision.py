@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.config.mixed_precision import DEFAULT_RECIPE, MP_DEFAULTS, recipe_values
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck, bridge_fields
+from moe_lint.engine.checks.reads import Reads
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
@@ -426,6 +427,155 @@ def precision_flags(ctx: Context) -> Iterator[Violation]:
         )
 
 
+# --------------------------------------------------------------------------------------------
+# Rules converted from long expressions: each reads what its expression read, in the same order
+# (an unknown field or fact raises NotDerivable: no finding), and yields the template values.
+# The ``r.value(field, default)`` defaults are the expressions' own, kept literally.
+# --------------------------------------------------------------------------------------------
+
+
+def _low_precision(r: Reads) -> bool:
+    """``explicit('mixed_precision') and (model.fp8 is not None or model.fp4 is not None)``."""
+    return bool(
+        r.explicit("mixed_precision")
+        and (r.field("model.fp8") is not None or r.field("model.fp4") is not None)
+    )
+
+
+def _recipe(r: Reads) -> Any:
+    """The FP8 recipe as FP004/FP005/FP007/FP008 read it (Megatron-Core's default ``delayed``
+    with ``mixed_precision: null``, else the ``tensorwise`` of Bridge's MixedPrecisionConfig)."""
+    return r.value(
+        "model.fp8_recipe", "delayed" if r.value("mixed_precision") is None else "tensorwise"
+    )
+
+
+def _align(r: Reads, recipe: Any) -> int:
+    return 32 if r.field("model.fp4") is not None or recipe == "mxfp8" else 16
+
+
+def _quantized(r: Reads, recipe: Any) -> str:
+    if r.field("model.fp4") is not None:
+        return "NVFP4"
+    return "MXFP8" if recipe == "mxfp8" else "FP8 (" + str(recipe) + ")"
+
+
+def fp8_recipe_needs_newer_te(ctx: Context) -> Iterator[Violation]:
+    """FP004: an FP8 recipe or FP4 that the Transformer Engine in use cannot build."""
+    r = Reads(ctx)
+    recipe = _recipe(r)
+    if r.field("model.fp4") is not None:
+        need: str | None = "2.7"
+    else:
+        need = {"tensorwise": "2.2", "blockwise": "2.3", "mxfp8": "2.1"}.get(
+            recipe if isinstance(recipe, str) else ""
+        )
+    if not (_low_precision(r) and need is not None and r.version_below("transformer-engine", need)):
+        return
+    what = "FP4 (NVFP4)" if r.field("model.fp4") is not None else "fp8_recipe " + str(recipe)
+    yield Violation("", {"what": what, "need": need, "te": str(r.fact("te_version"))})
+
+
+def precision_not_supported_by_gpu(ctx: Context) -> Iterator[Violation]:
+    """FP005: a low-precision format the GPU's compute capability does not support."""
+    r = Reads(ctx)
+    recipe = _recipe(r)
+    if r.field("model.fp4") is not None:
+        ok = r.fact("gpu_nvfp4")
+    elif recipe == "mxfp8":
+        ok = r.fact("gpu_mxfp8")
+    elif recipe == "blockwise":
+        ok = r.fact("gpu_fp8_blockwise")
+    else:
+        ok = r.fact("gpu_fp8")
+    if not (_low_precision(r) and not ok):
+        return
+    if r.field("model.fp4") is not None:
+        what = "NVFP4 (fp4)"
+    elif recipe == "mxfp8":
+        what = "MXFP8"
+    elif recipe == "blockwise":
+        what = "blockwise (subchannel) FP8"
+    else:
+        what = "FP8 (" + str(recipe) + ")"
+    if r.field("model.fp4") is not None or recipe == "mxfp8":
+        need = "Blackwell (compute capability 10.0+)"
+    elif recipe == "blockwise":
+        need = "Hopper or newer (compute capability 9.0+)"
+    else:
+        need = "compute capability 8.9+ (Ada, Hopper, Blackwell)"
+    if r.fact("gpu_fp8_blockwise"):
+        instead = "bf16_with_fp8_subchannel_scaling_mixed or bf16_with_fp8_current_scaling_mixed"
+    elif r.fact("gpu_fp8"):
+        instead = "bf16_with_fp8_current_scaling_mixed"
+    else:
+        instead = "bf16_mixed"
+    yield Violation("", {"what": what, "need": need, "instead": instead})
+
+
+def fp8_tokens_per_rank_not_aligned(ctx: Context) -> Iterator[Violation]:
+    """FP007: a per-rank token count that is not a multiple of the FP8/FP4 GEMM alignment."""
+    r = Reads(ctx)
+    recipe = _recipe(r)
+    align = _align(r, recipe)
+    per_rank = r.fact("tokens_per_tp_cp_rank")
+    tokens = int(per_rank)
+    if not (_low_precision(r) and per_rank == tokens and tokens % align != 0):
+        return
+    yield Violation("", {"what": _quantized(r, recipe), "align": align, "tokens": tokens})
+
+
+def fp8_with_variable_length_batches(ctx: Context) -> Iterator[Violation]:
+    """FP008: FP8/FP4 with batches whose token counts vary (packing, variable lengths)."""
+    r = Reads(ctx)
+    kwargs = r.field("dataset.dataset_kwargs")
+    padded = "pad_to_max_length" in (kwargs or {}) and bool(
+        r.field("dataset.dataset_kwargs")["pad_to_max_length"]
+    )
+    if not (
+        _low_precision(r)
+        and (
+            r.field("model.variable_seq_lengths")
+            or r.value("dataset.enable_in_batch_packing", False) is True
+            or (bool(r.field("dataset.enable_offline_packing")) and not padded)
+        )
+    ):
+        return
+    recipe = _recipe(r)
+    align = _align(r, recipe)
+    what = _quantized(r, recipe)
+    if r.field("model.variable_seq_lengths"):
+        cause = "variable_seq_lengths is true"
+    elif r.value("dataset.enable_in_batch_packing", False) is True:
+        cause = "in-batch packing"
+    else:
+        cause = "offline packing without pad_to_max_length"
+    yield Violation("", {"what": what, "align": align, "cause": cause})
+
+
+def precision_aware_optimizer_precision_mismatch(ctx: Context) -> Iterator[Violation]:
+    """FP011: with mixed_precision null, the optimizer's bf16/fp16 differ from the model's."""
+    r = Reads(ctx)
+    obf16 = r.value("optimizer.bf16", False) is True
+    ofp16 = r.value("optimizer.fp16", False) is True
+    if r.field("model.bf16") and not obf16:
+        reason = "model.bf16 is true but optimizer.bf16 is not"
+    elif r.field("model.fp16") and not ofp16:
+        reason = "model.fp16 is true but optimizer.fp16 is not"
+    elif not r.field("model.bf16") and not r.field("model.fp16") and (obf16 or ofp16):
+        reason = "the model trains in fp32 but optimizer.bf16/fp16 is true"
+    else:
+        reason = ""
+    if (
+        r.field("optimizer.use_precision_aware_optimizer")
+        and r.explicit("mixed_precision")
+        and r.value("mixed_precision") is None
+        and (r.explicit("model.bf16") or r.explicit("model.fp16"))
+        and reason != ""
+    ):
+        yield Violation("", {"reason": reason})
+
+
 CHECKS: dict[str, PythonCheck] = {
     "mixed-precision-overwrites": PythonCheck(
         mixed_precision_overwrites, frozenset({"key", "written", "source", "used", "remedy"})
@@ -435,4 +585,23 @@ CHECKS: dict[str, PythonCheck] = {
     "fp8-recipe-options": PythonCheck(fp8_recipe_options, frozenset({"problem", "hint"})),
     "mxfp8-param-gather": PythonCheck(mxfp8_param_gather, frozenset({"problem", "hint"})),
     "precision-flags": PythonCheck(precision_flags, frozenset({"problem", "hint"})),
+    "fp8-recipe-needs-newer-te": PythonCheck(
+        fp8_recipe_needs_newer_te, frozenset({"what", "need", "te"}), frozenset({"te_version"})
+    ),
+    "precision-not-supported-by-gpu": PythonCheck(
+        precision_not_supported_by_gpu,
+        frozenset({"what", "need", "instead"}),
+        frozenset({"gpu_nvfp4", "gpu_mxfp8", "gpu_fp8_blockwise", "gpu_fp8"}),
+    ),
+    "fp8-tokens-per-rank-not-aligned": PythonCheck(
+        fp8_tokens_per_rank_not_aligned,
+        frozenset({"what", "align", "tokens"}),
+        frozenset({"tokens_per_tp_cp_rank"}),
+    ),
+    "fp8-with-variable-length-batches": PythonCheck(
+        fp8_with_variable_length_batches, frozenset({"what", "align", "cause"})
+    ),
+    "precision-aware-optimizer-precision-mismatch": PythonCheck(
+        precision_aware_optimizer_precision_mismatch, frozenset({"reason"})
+    ),
 }
