@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from moe_lint.config.suggest import closest
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import Reads
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import remove_item_edit, replace_item_edit
 
@@ -82,8 +83,47 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
         )
 
 
+# --------------------------------------------------------------------------------------------
+# Rules converted from long expressions: each reads what its expression read, in the same order
+# (an unknown field or fact raises NotDerivable: no finding), and yields the template values.
+# The ``r.value(field, default)`` defaults are the expressions' own, kept literally.
+# --------------------------------------------------------------------------------------------
+
+
+def mhc_recompute_prerequisites(ctx: Context) -> Iterator[Violation]:
+    """RCP015: mhc in recompute_modules without what TransformerConfig requires for it."""
+    r = Reads(ctx)
+    layer_num = r.value("model.mhc_recompute_layer_num", 1)
+    if r.value("model.fine_grained_activation_offloading", False):
+        offload = r.value("model.offload_modules", []) or []
+        offloaded = [m for m in offload if m in ("attn_norm", "mlp_norm")]
+    else:
+        offloaded = []
+    if not r.value("model.enable_hyper_connections", False):
+        reason = "enable_hyper_connections is false"
+    elif "mlp" in (r.field("model.recompute_modules") or []):
+        reason = "mlp is also in recompute_modules (the two use different checkpoint mechanisms)"
+    elif layer_num < 1:
+        reason = "mhc_recompute_layer_num must be a positive integer, got " + str(layer_num)
+    elif len(offloaded) > 0:
+        reason = (
+            "offload_modules "
+            + ", ".join(str(m) for m in offloaded)
+            + " cannot be offloaded under mhc recompute"
+        )
+    else:
+        reason = ""
+    if (
+        r.field("model.recompute_granularity") == "selective"
+        and "mhc" in r.field("model.recompute_modules")
+        and reason != ""
+    ):
+        yield Violation("", {"reason": reason})
+
+
 CHECKS: dict[str, PythonCheck] = {
     "unknown-recompute-labels": PythonCheck(
         unknown_recompute_labels, frozenset({"label", "hint", "allowed"})
     ),
+    "mhc-recompute-prerequisites": PythonCheck(mhc_recompute_prerequisites, frozenset({"reason"})),
 }
