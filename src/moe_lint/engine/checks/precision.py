@@ -10,7 +10,7 @@ are also read by the optimizer checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -228,8 +228,12 @@ def _precision_path(cfg: Config, view: PrecisionView, name: str) -> str:
     return f"model.{name}"
 
 
-def fp8_options_without_fp8(ctx: Context) -> Iterator[Violation]:
-    """fp8_param / fp8_output_proj / fp4_param without the precision they belong to."""
+def _fp8_options(ctx: Context) -> Iterator[tuple[str, Violation]]:
+    """fp8_param / fp8_output_proj / fp4_param without the precision they belong to.
+
+    Yields (rule code, violation): FP002 fp8_param, FP014 / FP015 fp8_output_proj without fp8 /
+    without mxfp8, FP016 fp4_param.
+    """
     cfg = ctx.config
     view = precision_view(cfg)
     fp8 = effective(cfg, "model.fp8", view)
@@ -239,27 +243,13 @@ def fp8_options_without_fp8(ctx: Context) -> Iterator[Violation]:
     if param_path == "model.fp8_param_gather":
         param_path = "model.fp8_param"
     if fp8 is None and _truthy(effective(cfg, "model.fp8_param", view)):
-        yield _violation(
-            param_path,
-            problem="fp8_param (fp8 parameters, kept in sync with fp8_param_gather) is on but fp8 "
-            "is not set",
-            hint="set fp8 (e.g. mixed_precision: bf16_with_fp8_current_scaling_mixed) or turn "
-            "fp8_param_gather off",
-        )
+        yield "FP002", _violation(param_path)
     proj = cfg.get("model.fp8_output_proj")
     if proj is True and fp8 is not UNKNOWN and recipe is not UNKNOWN:
         if fp8 is None:
-            yield _violation(
-                "model.fp8_output_proj",
-                problem="fp8_output_proj is on but fp8 is not set",
-                hint="turn fp8_output_proj off or use mixed_precision: bf16_with_mxfp8_mixed",
-            )
+            yield "FP014", _violation("model.fp8_output_proj")
         elif recipe != "mxfp8":
-            yield _violation(
-                "model.fp8_output_proj",
-                problem=f"fp8_output_proj needs fp8_recipe 'mxfp8', but the recipe is {recipe!r}",
-                hint="turn fp8_output_proj off or use the mxfp8 recipe",
-            )
+            yield "FP015", _violation("model.fp8_output_proj", recipe=repr(recipe))
     # MixedPrecisionConfig has fp4_param(_gather) since Bridge 0.4.2 (PR #3364); older Bridge drops
     # the block's keys (FP012), so there only the model's own field reaches Megatron-Core.
     if view.kind in ("block", "recipe") and _bridge_below(ctx, _FP4_PARAM_BRIDGE):
@@ -267,11 +257,7 @@ def fp8_options_without_fp8(ctx: Context) -> Iterator[Violation]:
     else:
         fp4_param = effective(cfg, "model.fp4_param", view)
     if fp4 is None and _truthy(fp4_param):
-        yield _violation(
-            "model.fp4_param",
-            problem="fp4_param is on but fp4 is not set",
-            hint="turn fp4_param off or set fp4 (mixed_precision: bf16_with_nvfp4_mixed)",
-        )
+        yield "FP016", _violation("model.fp4_param")
 
 
 #: First Bridge release whose MixedPrecisionConfig has fp4_param / fp4_param_gather (PR #3364,
@@ -295,8 +281,9 @@ def fp4_param_block_old_bridge(ctx: Context) -> Iterator[Violation]:
             yield _violation(f"mixed_precision.{name}", key=name)
 
 
-def fp8_recipe_options(ctx: Context) -> Iterator[Violation]:
-    """first/last-layer BF16 with delayed scaling, their layer counts, custom recipes."""
+def _recipe_options(ctx: Context) -> Iterator[tuple[str, Violation]]:
+    """first/last-layer BF16 with delayed scaling (FP003), their layer counts (FP017), custom
+    recipes without a quantizer factory (FP018); yields (rule code, violation)."""
     cfg = ctx.config
     view = precision_view(cfg)
     fp8 = effective(cfg, "model.fp8", view)
@@ -304,12 +291,7 @@ def fp8_recipe_options(ctx: Context) -> Iterator[Violation]:
     first_last = effective(cfg, "model.first_last_layers_bf16", view)
     if fp8 not in (None, UNKNOWN) and first_last is True:
         if recipe == "delayed":
-            yield _violation(
-                _precision_path(cfg, view, "first_last_layers_bf16"),
-                problem="first_last_layers_bf16 is on with the delayed-scaling FP8 recipe, which "
-                "does not support BF16 first/last layers",
-                hint="use a current-scaling recipe (tensorwise) or turn first_last_layers_bf16 off",
-            )
+            yield "FP003", _violation(_precision_path(cfg, view, "first_last_layers_bf16"))
         num_layers = cfg.get("model.num_layers")
         pp = cfg.get("model.pipeline_model_parallel_size") or 1
         if "model.num_layers" not in cfg.unknown and isinstance(num_layers, int) and pp:
@@ -321,21 +303,30 @@ def fp8_recipe_options(ctx: Context) -> Iterator[Violation]:
                     and not isinstance(count, bool)
                     and not (0 <= count <= limit)
                 ):
-                    yield _violation(
-                        _precision_path(cfg, view, name),
-                        problem=f"{name} = {count} is outside 0..{limit} (layers per pipeline "
-                        f"stage = {num_layers} // PP{pp})",
-                        hint=f"set {name} between 0 and {limit}",
+                    yield (
+                        "FP017",
+                        _violation(
+                            _precision_path(cfg, view, name),
+                            field=name,
+                            count=count,
+                            limit=limit,
+                            num_layers=num_layers,
+                            pp=pp,
+                        ),
                     )
     for kind, fallback in (("fp8", "pick a built-in recipe"), ("fp4", "use fp4_recipe nvfp4")):
         enabled = fp8 if kind == "fp8" else effective(cfg, "model.fp4", view)
         chosen = recipe if kind == "fp8" else effective(cfg, "model.fp4_recipe", view)
         factory = f"model.{kind}_quantizer_factory"
         if enabled not in (None, UNKNOWN) and chosen == "custom" and not cfg.get(factory):
-            yield _violation(
-                _precision_path(cfg, view, f"{kind}_recipe"),
-                problem=f"{kind}_recipe 'custom' needs {factory} (an import path)",
-                hint=f"set {factory} or {fallback}",
+            yield (
+                "FP018",
+                _violation(
+                    _precision_path(cfg, view, f"{kind}_recipe"),
+                    kind=kind,
+                    factory=factory,
+                    fallback=fallback,
+                ),
             )
 
 
@@ -343,8 +334,10 @@ def _fsdp(cfg: Config) -> bool:
     return bool(cfg.get("dist.use_megatron_fsdp")) or bool(cfg.get("ddp.use_megatron_fsdp"))
 
 
-def mxfp8_param_gather(ctx: Context) -> Iterator[Violation]:
-    """MXFP8 parameter all-gather needs the gradient buffer reused (Bridge, MCore DDP, GTP)."""
+def _mxfp8_gather(ctx: Context) -> Iterator[tuple[str, Violation]]:
+    """MXFP8 parameter all-gather needs the gradient buffer reused: Bridge (FP009), MCore DDP
+    (FP019), GTP with Megatron-FSDP (FP020) or without its prerequisites (FP021); yields
+    (rule code, violation)."""
     cfg = ctx.config
     view = precision_view(cfg)
     fsdp = _fsdp(cfg)
@@ -352,22 +345,20 @@ def mxfp8_param_gather(ctx: Context) -> Iterator[Violation]:
         gather, recipe = view.mp("fp8_param_gather"), view.mp("fp8_recipe")
         reuse = view.mp("reuse_grad_buf_for_mxfp8_param_ag")
         if gather is True and recipe == "mxfp8" and reuse is not UNKNOWN and not reuse:
-            yield _violation(
-                _precision_path(cfg, view, "reuse_grad_buf_for_mxfp8_param_ag"),
-                problem="fp8_param_gather with fp8_recipe 'mxfp8' requires "
-                "reuse_grad_buf_for_mxfp8_param_ag: true (Bridge ConfigContainer.validate)",
-                hint="set mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true",
+            yield (
+                "FP009",
+                _violation(_precision_path(cfg, view, "reuse_grad_buf_for_mxfp8_param_ag")),
             )
     reuse_ddp = effective(cfg, "ddp.reuse_grad_buf_for_mxfp8_param_ag", view)
     gather_ddp = effective(cfg, "ddp.fp8_param_gather", view)
     if reuse_ddp is True and gather_ddp is False and not fsdp:
-        yield _violation(
-            "ddp.reuse_grad_buf_for_mxfp8_param_ag"
-            if view.kind not in ("recipe", "block")
-            else _precision_path(cfg, view, "reuse_grad_buf_for_mxfp8_param_ag"),
-            problem="reuse_grad_buf_for_mxfp8_param_ag needs fp8_param_gather "
-            "(DistributedDataParallelConfig)",
-            hint="turn fp8_param_gather on or reuse_grad_buf_for_mxfp8_param_ag off",
+        yield (
+            "FP019",
+            _violation(
+                "ddp.reuse_grad_buf_for_mxfp8_param_ag"
+                if view.kind not in ("recipe", "block")
+                else _precision_path(cfg, view, "reuse_grad_buf_for_mxfp8_param_ag")
+            ),
         )
     gtp = [cfg.get("model.gtp_weight_remat_size"), cfg.get("model.expert_gtp_weight_remat_size")]
     active = any(isinstance(s, int) and not isinstance(s, bool) and s > 1 for s in gtp)
@@ -375,30 +366,37 @@ def mxfp8_param_gather(ctx: Context) -> Iterator[Violation]:
     recipe = effective(cfg, "model.fp8_recipe", view)
     if active and fp8 not in (None, UNKNOWN) and recipe == "mxfp8":
         if fsdp:
-            yield _violation(
-                "dist.use_megatron_fsdp"
-                if cfg.get("dist.use_megatron_fsdp")
-                else "ddp.use_megatron_fsdp",
-                problem="GTP weight rematerialization with MXFP8 is not supported with "
-                "Megatron-FSDP (it needs reuse_grad_buf_for_mxfp8_param_ag)",
-                hint="turn Megatron-FSDP off or drop GTP",
+            yield (
+                "FP020",
+                _violation(
+                    "dist.use_megatron_fsdp"
+                    if cfg.get("dist.use_megatron_fsdp")
+                    else "ddp.use_megatron_fsdp"
+                ),
             )
         elif gather_ddp is False:
-            yield _violation(
-                "model.gtp_weight_remat_size",
-                problem="GTP with MXFP8 requires fp8_param_gather (GTP keeps no BF16 weight copy)",
-                hint="turn fp8_param_gather on (bf16_with_mxfp8_mixed does)",
+            yield (
+                "FP021",
+                _violation(
+                    "model.gtp_weight_remat_size",
+                    needed="fp8_param_gather (GTP keeps no BF16 weight copy)",
+                    remedy="turn fp8_param_gather on",
+                ),
             )
         elif reuse_ddp is False:
-            yield _violation(
-                "model.gtp_weight_remat_size",
-                problem="GTP with MXFP8 requires reuse_grad_buf_for_mxfp8_param_ag",
-                hint="set reuse_grad_buf_for_mxfp8_param_ag: true (bf16_with_mxfp8_mixed does)",
+            yield (
+                "FP021",
+                _violation(
+                    "model.gtp_weight_remat_size",
+                    needed="reuse_grad_buf_for_mxfp8_param_ag",
+                    remedy="set reuse_grad_buf_for_mxfp8_param_ag: true",
+                ),
             )
 
 
-def precision_flags(ctx: Context) -> Iterator[Violation]:
-    """bf16 with fp16 (model or optimizer), fp8 with fp4, after mixed precision is applied."""
+def _precision_flags(ctx: Context) -> Iterator[tuple[str, Violation]]:
+    """bf16 with fp16, model or optimizer (FP001), fp8 with fp4 (FP013), after mixed precision
+    is applied; yields (rule code, violation)."""
     cfg = ctx.config
     view = precision_view(cfg)
     for section in ("model", "optimizer"):
@@ -410,21 +408,30 @@ def precision_flags(ctx: Context) -> Iterator[Violation]:
                 if view.kind in ("recipe", "block")
                 else f"{section}.fp16"
             )
-            yield _violation(
-                path,
-                problem=f"{section}.bf16 and {section}.fp16 are both true",
-                hint="keep one of bf16 and fp16",
-            )
+            yield "FP001", _violation(path, section=section)
             if view.kind in ("recipe", "block"):
                 break  # one mixed-precision setting, one finding
     fp8 = effective(cfg, "model.fp8", view)
     fp4 = effective(cfg, "model.fp4", view)
     if fp8 not in (None, UNKNOWN) and fp4 not in (None, UNKNOWN):
-        yield _violation(
-            _precision_path(cfg, view, "fp4"),
-            problem=f"fp8 ({fp8!r}) and fp4 ({fp4!r}) are both set; they cannot be used together",
-            hint="choose FP8 or FP4 (NVFP4), not both",
-        )
+        yield "FP013", _violation(_precision_path(cfg, view, "fp4"), fp8=repr(fp8), fp4=repr(fp4))
+
+
+# --------------------------------------------------------------------------------------------
+# One code, one problem: FP001/FP002/FP003/FP009 were split (issue 11); each check above walks
+# its settings once and tags what it finds with the code of the rule that reports it.
+# --------------------------------------------------------------------------------------------
+
+
+def _only(code: str, walk: Callable[[Context], Iterator[tuple[str, Violation]]]) -> Any:
+    def check(ctx: Context) -> Iterator[Violation]:
+        for found, violation in walk(ctx):
+            if found == code:
+                yield violation
+
+    check.__name__ = check.__qualname__ = f"{walk.__name__.lstrip('_')}_{code.lower()}"
+    check.__doc__ = f"The {code} findings of {walk.__name__}."
+    return check
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,11 +587,27 @@ CHECKS: dict[str, PythonCheck] = {
     "mixed-precision-overwrites": PythonCheck(
         mixed_precision_overwrites, frozenset({"key", "written", "source", "used", "remedy"})
     ),
-    "fp8-options-without-fp8": PythonCheck(fp8_options_without_fp8, frozenset({"problem", "hint"})),
     "fp4-param-block-old-bridge": PythonCheck(fp4_param_block_old_bridge, frozenset({"key"})),
-    "fp8-recipe-options": PythonCheck(fp8_recipe_options, frozenset({"problem", "hint"})),
-    "mxfp8-param-gather": PythonCheck(mxfp8_param_gather, frozenset({"problem", "hint"})),
-    "precision-flags": PythonCheck(precision_flags, frozenset({"problem", "hint"})),
+    "bf16-and-fp16": PythonCheck(_only("FP001", _precision_flags), frozenset({"section"})),
+    "fp8-and-fp4": PythonCheck(_only("FP013", _precision_flags), frozenset({"fp8", "fp4"})),
+    "fp8-param-without-fp8": PythonCheck(_only("FP002", _fp8_options), frozenset()),
+    "fp8-output-proj-without-fp8": PythonCheck(_only("FP014", _fp8_options), frozenset()),
+    "fp8-output-proj-needs-mxfp8": PythonCheck(_only("FP015", _fp8_options), frozenset({"recipe"})),
+    "fp4-param-without-fp4": PythonCheck(_only("FP016", _fp8_options), frozenset()),
+    "delayed-first-last-bf16": PythonCheck(_only("FP003", _recipe_options), frozenset()),
+    "bf16-layer-count-out-of-range": PythonCheck(
+        _only("FP017", _recipe_options),
+        frozenset({"field", "count", "limit", "num_layers", "pp"}),
+    ),
+    "custom-recipe-without-factory": PythonCheck(
+        _only("FP018", _recipe_options), frozenset({"kind", "factory", "fallback"})
+    ),
+    "mxfp8-gather-without-buffer-reuse": PythonCheck(_only("FP009", _mxfp8_gather), frozenset()),
+    "mxfp8-buffer-reuse-without-gather": PythonCheck(_only("FP019", _mxfp8_gather), frozenset()),
+    "gtp-mxfp8-with-megatron-fsdp": PythonCheck(_only("FP020", _mxfp8_gather), frozenset()),
+    "gtp-mxfp8-prerequisites": PythonCheck(
+        _only("FP021", _mxfp8_gather), frozenset({"needed", "remedy"})
+    ),
     "fp8-recipe-needs-newer-te": PythonCheck(
         fp8_recipe_needs_newer_te, frozenset({"what", "need", "te"}), frozenset({"te_version"})
     ),
