@@ -263,8 +263,9 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 extra = violation.derivation
                 if extra is None and rule.derivation is not None:
                     extra = rule.derivation.render(ev.lookup)
-                path = violation.path or rule.path
-                assert path is not None, f"{rule.code}: a check violation needs a path"
+                # A converted rule's check leaves the path to the rule (an empty path); the
+                # checks of rules without a path report "" for the document root.
+                path = rule.path if not violation.path and rule.path is not None else violation.path
                 out.append(
                     _finding(
                         rule,

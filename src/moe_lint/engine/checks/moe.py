@@ -144,7 +144,7 @@ def single_grouped_weight_unsupported(ctx: Context) -> Iterator[Violation]:
         ),
         (
             weight and bool(r.field("model.fp8")) and r.field("model.fp8_recipe") != "mxfp8",
-            "the fp8 recipe is " + str(r.field("model.fp8_recipe")) + ", not mxfp8",
+            r.cat("the fp8 recipe is ", r.to_str(r.field("model.fp8_recipe")), ", not mxfp8"),
         ),
         (
             weight
@@ -160,7 +160,7 @@ def single_grouped_weight_unsupported(ctx: Context) -> Iterator[Violation]:
     ]
     problems = [p for c, p in candidates if c]
     if (weight or bias) and problems:
-        yield Violation("", {"listed": "; ".join(problems)})
+        yield Violation("", {"listed": r.join(problems, "; ")})
 
 
 def moe_fusion_needs_newer_te(ctx: Context) -> Iterator[Violation]:
@@ -207,7 +207,7 @@ def router_padding_for_quantization_invalid(ctx: Context) -> Iterator[Violation]
     reason = (
         "neither fp8 nor fp4 is enabled"
         if not r.field("model.fp8") and not r.field("model.fp4")
-        else "the " + kind + " dispatcher does not support it"
+        else r.cat("the ", kind, " dispatcher does not support it")
     )
     yield Violation("", {"reason": reason})
 

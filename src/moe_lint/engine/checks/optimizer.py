@@ -82,9 +82,9 @@ def precision_aware_optimizer_prerequisites(ctx: Context) -> Iterator[Violation]
     """OPT002: use_precision_aware_optimizer without adam or the distributed optimizer."""
     r = Reads(ctx)
     dist_known = _dist_known(r)
-    name = str(r.value("optimizer.optimizer", "adam"))
+    name = r.to_str(r.value("optimizer.optimizer", "adam"))
     if name != "adam":
-        reason = "the optimizer is " + name + ", not adam"
+        reason = r.cat("the optimizer is ", name, ", not adam")
     elif dist_known and not r.field("optimizer.use_distributed_optimizer"):
         reason = "the distributed optimizer is off"
     else:
@@ -122,7 +122,7 @@ def optimizer_offload_prerequisites(ctx: Context) -> Iterator[Violation]:
 
 def _checkpoint_io(r: Reads) -> tuple[str, bool, bool]:
     """(ckpt_format, saving or loading, Megatron-FSDP on) as OPT005/OPT006 read them."""
-    fmt = str(r.value("checkpoint.ckpt_format", "torch_dist"))
+    fmt = r.to_str(r.value("checkpoint.ckpt_format", "torch_dist"))
     saving = r.value("checkpoint.save") is not None or r.value("checkpoint.load") is not None
     mfsdp = (
         r.value("ddp.use_megatron_fsdp", False) is True
@@ -139,7 +139,7 @@ def checkpoint_format_rejected(ctx: Context) -> Iterator[Violation]:
         "torch_dist",
         "fsdp_dtensor",
     ):
-        reason = "async_save needs ckpt_format torch_dist or fsdp_dtensor, not " + fmt
+        reason = r.cat("async_save needs ckpt_format torch_dist or fsdp_dtensor, not ", fmt)
     elif (
         fmt == "fsdp_dtensor"
         and saving
@@ -151,9 +151,10 @@ def checkpoint_format_rejected(ctx: Context) -> Iterator[Violation]:
         and r.field("optimizer.use_distributed_optimizer")
         and fmt not in ("torch_dist", "fsdp_dtensor")
     ):
-        reason = (
+        reason = r.cat(
             "without Gloo process groups the distributed optimizer needs ckpt_format torch_dist "
-            "or fsdp_dtensor, not " + fmt
+            "or fsdp_dtensor, not ",
+            fmt,
         )
     else:
         return
@@ -170,7 +171,7 @@ def megatron_fsdp_settings_rejected(ctx: Context) -> Iterator[Violation]:
     ):
         reason = "dist.use_megatron_fsdp and dist.use_torch_fsdp2 are both true"
     elif saving and fmt != "fsdp_dtensor":
-        reason = "it needs ckpt_format fsdp_dtensor when saving or loading, not " + fmt
+        reason = r.cat("it needs ckpt_format fsdp_dtensor when saving or loading, not ", fmt)
     elif r.value("ddp.fsdp_manual_registration", False) is True and not r.value(
         "ddp.nccl_ub", False
     ):

@@ -66,22 +66,29 @@ def weight_shards_not_multiple_of_tp(ctx: Context) -> Iterator[Violation]:
     parts = []
     if t_bad:
         parts.append(
-            "tensor_parallel_num_weight_shards = " + str(shards) + " vs TP = " + str(r.fact("tp"))
+            r.cat(
+                "tensor_parallel_num_weight_shards = ",
+                r.to_str(shards),
+                " vs TP = ",
+                r.to_str(r.fact("tp")),
+            )
         )
     if e_bad:
         parts.append(
-            "expert_tensor_parallel_num_weight_shards = "
-            + str(eshards)
-            + " vs ETP = "
-            + str(r.fact("etp"))
+            r.cat(
+                "expert_tensor_parallel_num_weight_shards = ",
+                r.to_str(eshards),
+                " vs ETP = ",
+                r.to_str(r.fact("etp")),
+            )
         )
-    yield Violation("", {"detail": "; ".join(parts)})
+    yield Violation("", {"detail": r.join(parts, "; ")})
 
 
 def cuda_device_max_connections_one(ctx: Context) -> Iterator[Violation]:
     """PAR012: CUDA_DEVICE_MAX_CONNECTIONS = 1 with Megatron-FSDP or the UCC PP backend."""
     r = Reads(ctx)
-    conn = str(r.value("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", ""))
+    conn = r.to_str(r.value("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", ""))
     mfsdp = bool(r.value("ddp.use_megatron_fsdp", False)) or bool(
         r.value("dist.use_megatron_fsdp", False)
     )

@@ -464,7 +464,7 @@ def _align(r: Reads, recipe: Any) -> int:
 def _quantized(r: Reads, recipe: Any) -> str:
     if r.field("model.fp4") is not None:
         return "NVFP4"
-    return "MXFP8" if recipe == "mxfp8" else "FP8 (" + str(recipe) + ")"
+    return "MXFP8" if recipe == "mxfp8" else r.cat("FP8 (", r.to_str(recipe), ")")
 
 
 def fp8_recipe_needs_newer_te(ctx: Context) -> Iterator[Violation]:
@@ -479,8 +479,12 @@ def fp8_recipe_needs_newer_te(ctx: Context) -> Iterator[Violation]:
         )
     if not (_low_precision(r) and need is not None and r.version_below("transformer-engine", need)):
         return
-    what = "FP4 (NVFP4)" if r.field("model.fp4") is not None else "fp8_recipe " + str(recipe)
-    yield Violation("", {"what": what, "need": need, "te": str(r.fact("te_version"))})
+    what = (
+        "FP4 (NVFP4)"
+        if r.field("model.fp4") is not None
+        else r.cat("fp8_recipe ", r.to_str(recipe))
+    )
+    yield Violation("", {"what": what, "need": need, "te": r.to_str(r.fact("te_version"))})
 
 
 def precision_not_supported_by_gpu(ctx: Context) -> Iterator[Violation]:
@@ -504,7 +508,7 @@ def precision_not_supported_by_gpu(ctx: Context) -> Iterator[Violation]:
     elif recipe == "blockwise":
         what = "blockwise (subchannel) FP8"
     else:
-        what = "FP8 (" + str(recipe) + ")"
+        what = r.cat("FP8 (", r.to_str(recipe), ")")
     if r.field("model.fp4") is not None or recipe == "mxfp8":
         need = "Blackwell (compute capability 10.0+)"
     elif recipe == "blockwise":

@@ -11,7 +11,10 @@ truth table by reading the config exactly as the expression did:
   :meth:`Reads.explicit`, :meth:`Reads.stated`, :meth:`Reads.version_below` are the functions of
   the same name.
 
-A check raising NotDerivable yields no finding, as the expression did.
+A check raising NotDerivable yields no finding, as the expression did. Strings a converted rule
+builds from config values go through :meth:`Reads.cat`, :meth:`Reads.to_str` and :meth:`Reads.join`,
+the expression language's bounded ``+``, ``str()`` and ``join()``, so a huge value still makes
+the file an input error naming the rule (expr.LIMITS) instead of a megabyte message.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.settings import preset_fields
 from moe_lint.config.versions import stated_below
-from moe_lint.engine.expr import SectionView
+from moe_lint.engine.expr import FUNCTIONS, SectionView
+from moe_lint.engine.expr import _add as _bounded_add
 from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
@@ -68,6 +72,24 @@ class Reads:
         if fact is None:
             raise NotDerivable(name, facts.missing.get(name, "not available"))
         return fact.value
+
+    @staticmethod
+    def cat(*parts: Any) -> Any:
+        """``a + b + ...`` under the expression language's size limit."""
+        out = parts[0]
+        for part in parts[1:]:
+            out = _bounded_add(out, part)
+        return out
+
+    @staticmethod
+    def to_str(value: Any) -> str:
+        """``str(value)`` as in an expression (large containers charge the budget)."""
+        return FUNCTIONS["str"](value)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def join(items: Any, sep: str = ", ") -> str:
+        """``join(items, sep)`` as in an expression, under the size limit."""
+        return FUNCTIONS["join"](items, sep)  # type: ignore[no-any-return]
 
     def version_below(self, package: str, text: str) -> bool:
         """Is the version in use (stated, else the newest release) older than ``text``?"""

@@ -104,12 +104,12 @@ def mhc_recompute_prerequisites(ctx: Context) -> Iterator[Violation]:
     elif "mlp" in (r.field("model.recompute_modules") or []):
         reason = "mlp is also in recompute_modules (the two use different checkpoint mechanisms)"
     elif layer_num < 1:
-        reason = "mhc_recompute_layer_num must be a positive integer, got " + str(layer_num)
+        reason = r.cat(
+            "mhc_recompute_layer_num must be a positive integer, got ", r.to_str(layer_num)
+        )
     elif len(offloaded) > 0:
-        reason = (
-            "offload_modules "
-            + ", ".join(str(m) for m in offloaded)
-            + " cannot be offloaded under mhc recompute"
+        reason = r.cat(
+            "offload_modules ", r.join(offloaded), " cannot be offloaded under mhc recompute"
         )
     else:
         reason = ""

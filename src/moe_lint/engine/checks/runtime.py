@@ -238,7 +238,7 @@ def local_cuda_graph(ctx: Context) -> Iterator[Violation]:
 
 def _softmax_and_packing(r: Reads) -> tuple[str, bool]:
     """(softmax_type, packed THD batches) as RT002/RT003 read them."""
-    st = str(r.value("model.softmax_type", "vanilla"))
+    st = r.to_str(r.value("model.softmax_type", "vanilla"))
     packed = (
         r.value("dataset.enable_offline_packing", False) is True
         or r.value("dataset.enable_in_batch_packing", False) is True
@@ -264,16 +264,16 @@ def cp_attention_without_te_backend(ctx: Context) -> Iterator[Violation]:
         )
     )
     if st != "vanilla" and packed and r.version_below("transformer-engine", "2.12"):
-        reason = (
-            "softmax_type "
-            + st
-            + " has no attention backend for packed (THD) sequences on Transformer Engine < 2.12"
+        reason = r.cat(
+            "softmax_type ",
+            st,
+            " has no attention backend for packed (THD) sequences on Transformer Engine < 2.12",
         )
     elif r.fact("cp") > 1 and dpa and r.value("model.multi_latent_attention", False) is True:
-        reason = (
-            "FP8 dot-product attention with CP = "
-            + str(r.fact("cp"))
-            + " on an MLA model (QK and V head dims differ) has no attention backend"
+        reason = r.cat(
+            "FP8 dot-product attention with CP = ",
+            r.to_str(r.fact("cp")),
+            " on an MLA model (QK and V head dims differ) has no attention backend",
         )
     else:
         return
@@ -287,9 +287,11 @@ def sink_softmax_thd_needs_cudnn(ctx: Context) -> Iterator[Violation]:
     if not (st != "vanilla" and packed):
         return
     cp_note = (
-        "; with CP = "
-        + str(r.fact("cp"))
-        + " unfused attention is not available either, so an older cuDNN leaves no backend"
+        r.cat(
+            "; with CP = ",
+            r.to_str(r.fact("cp")),
+            " unfused attention is not available either, so an older cuDNN leaves no backend",
+        )
         if r.fact("cp") > 1
         else ""
     )
