@@ -239,6 +239,9 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         if check not in checks:
             raise RulePackError(f"{where}: unknown check {check!r}")
         names |= checks[check].params
+        used_by_check = checks[check].facts
+    else:
+        used_by_check = frozenset()
     lets: list[tuple[str, Compiled]] = []
     raw_lets = entry.get("let") or {}
     if not isinstance(raw_lets, dict):
@@ -291,7 +294,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
             applicability,
             tuple(sets),
         )
-    used: set[str] = set()
+    used: set[str] = set(used_by_check)
     for compiled in [c for _, c in lets] + ([compiled_when] if compiled_when else []):
         used |= compiled.names
     for template in (message, derivation, fix.title if fix else None):

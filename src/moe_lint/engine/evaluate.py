@@ -36,7 +36,10 @@ _DATA_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError)
 
 @dataclass
 class Violation:
-    """What a Python check reports: where, the template parameters, and optional edits."""
+    """What a Python check reports: where, the template parameters, and optional edits.
+
+    An empty ``path`` means the rule's own ``path`` (a rule converted from an expression).
+    """
 
     path: str
     params: dict[str, Any] = field(default_factory=dict)
@@ -258,12 +261,15 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 if rule.derivation is not None:
                     rendered = rule.derivation.render(ev.lookup)
                     extra = f"{rendered}; {extra}" if extra else rendered
+                # A converted rule's check leaves the path to the rule (an empty path); the
+                # checks of rules without a path report "" for the document root.
+                path = rule.path if not violation.path and rule.path is not None else violation.path
                 out.append(
                     _finding(
                         rule,
                         ctx,
                         ev,
-                        violation.path,
+                        path,
                         violation.edits,
                         _derivation(rule, ctx, extra),
                         violation.at,

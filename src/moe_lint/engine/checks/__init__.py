@@ -9,14 +9,13 @@ yield :class:`~moe_lint.engine.evaluate.Violation` objects carrying the template
 from __future__ import annotations
 
 #: Modules whose CHECKS tables make up the built-in registry.
-MODULES = (
-    "moe_lint.engine.checks.general", "moe_lint.engine.checks.pipeline",
-    "moe_lint.engine.checks.attention", "moe_lint.engine.checks.dispatch",
-    "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.schema",
-    "moe_lint.engine.checks.overrides", "moe_lint.engine.checks.cudagraph",
-    "moe_lint.engine.checks.batch", "moe_lint.engine.checks.context_parallel",
-    "moe_lint.engine.checks.misc", "moe_lint.engine.checks.sequence",
-    "moe_lint.engine.checks.suppressions",
+MODULES = tuple(
+    f"moe_lint.engine.checks.{family}"
+    for family in (
+        "attention", "batch", "context_parallel", "cudagraph", "dispatch", "misc", "moe",
+        "optimizer", "overlap", "overrides", "parallel", "pipeline", "precision", "recompute",
+        "runtime", "schema", "sequence", "suppressions",
+    )
 )  # fmt: skip
 
 

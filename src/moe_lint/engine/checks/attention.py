@@ -306,22 +306,6 @@ def nonvanilla_softmax(ctx: Context) -> Iterator[Violation]:
         yield _violation("model.softmax_type", softmax=softmax)
 
 
-def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
-    """sequence_parallel: true at TP = 1 is switched off by Bridge's finalize()."""
-    raw = ctx.config.raw.get("model")
-    if not isinstance(raw, dict) or raw.get("sequence_parallel") is not True:
-        return
-    tp = _int(_fact(ctx, "tp"))
-    if tp is None or tp > 1:
-        return
-    from moe_lint.engine.evaluate import Violation
-    from moe_lint.engine.spans import set_value_edit
-
-    cfg = ctx.config
-    edit = set_value_edit(cfg.doc, cfg.physical("model.sequence_parallel"), False)
-    yield Violation(path="model.sequence_parallel", params={"tp": tp}, edits=[edit] if edit else [])
-
-
 # --------------------------------------------------------------------------------------------
 # Conditions that outgrew an expression (each reads the config as its expression did)
 # --------------------------------------------------------------------------------------------
@@ -420,7 +404,6 @@ CHECKS: dict[str, PythonCheck] = {
     ),
     "sink-softmax-cp": PythonCheck(sink_softmax_cp, frozenset({"softmax", "cp", "problem"})),
     "nonvanilla-softmax": PythonCheck(nonvanilla_softmax, frozenset({"softmax"})),
-    "sequence-parallel-at-tp1": PythonCheck(sequence_parallel_at_tp1, frozenset({"tp"})),
     "nvte-env-backend-conflict": PythonCheck(
         nvte_env_backend_conflict, frozenset({"backend", "shown"})
     ),

@@ -1,49 +1,139 @@
-"""The reads of the rule expression language, for Python checks translated from expressions.
+"""What a Python check reads, with the same meaning as in a rule expression.
 
-A rule whose condition outgrew an expression (issue 11: over ~400 characters, or three or more
-chained if/else) becomes a Python check that reads the config exactly as its expression did,
-so the rule fires on the same files:
+A rule whose expression grew too long for data became a Python check; :class:`Reads` keeps its
+truth table by reading the config exactly as the expression did:
 
-* :func:`field` is ``model.x`` in an expression: the effective value, or NotDerivable when the
-  recipe decides the field (or an untyped field holds a value of the wrong kind);
-* :func:`value` is ``value('model.x', default)``: the default when the field is unknown or
-  unset;
-* :func:`explicit` / :func:`known` are the functions of the same name;
-* :func:`fact` is a bare fact name (``cp``, ``gbs``): NotDerivable when it cannot be derived.
+* :meth:`Reads.field` is ``model.x`` in an expression: the effective value, or
+  :class:`~moe_lint.errors.NotDerivable` when the recipe decides it (or an untyped field holds a
+  value of the wrong kind): the rule then does not apply to the file;
+* :meth:`Reads.value` is ``value('model.x', default)``: ``default`` when unknown or null;
+* :meth:`Reads.fact` is a bare fact name (NotDerivable when it cannot be derived), and
+  :meth:`Reads.explicit`, :meth:`Reads.stated`, :meth:`Reads.version_below` are the functions of
+  the same name.
 
-A NotDerivable a check raises means the rule does not apply to the file
-(:func:`moe_lint.engine.evaluate.run_rule`), as it does for an expression.
+A check raising NotDerivable yields no finding, as the expression did. Strings a converted rule
+builds from config values go through :meth:`Reads.cat`, :meth:`Reads.to_str` and :meth:`Reads.join`,
+the expression language's bounded ``+``, ``str()`` and ``join()``, so a huge value still makes
+the file an input error naming the rule (expr.LIMITS) instead of a megabyte message.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.engine.expr import SectionView
+from moe_lint.config.settings import preset_fields
+from moe_lint.config.versions import stated_below
+from moe_lint.engine.expr import FUNCTIONS, SectionView
+from moe_lint.engine.expr import _add as _bounded_add
 from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
+    from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context
+
+#: What :func:`written_or_preset` returns for a value the recipe decides.
+UNKNOWN: Any = object()
+
+
+class Reads:
+    """One file's config and facts, read the way rule expressions read them."""
+
+    __slots__ = ("cfg", "ctx")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.cfg = ctx.config
+
+    def field(self, dotted: str) -> Any:
+        """``section.field`` in an expression: the value, or NotDerivable when unknown."""
+        section, attr = dotted.split(".", 1)
+        return SectionView(self.cfg, section)._read(attr)
+
+    def value(self, dotted: str, default: Any = None) -> Any:
+        """``value(dotted, default)``: the value, or ``default`` when unknown or null."""
+        cfg = self.cfg
+        if dotted in cfg.unknown:
+            return default
+        result = cfg.get(dotted, default)
+        return default if result is None else result
+
+    def explicit(self, dotted: str) -> bool:
+        return bool(self.cfg.explicit(dotted))
+
+    def stated(self, dotted: str) -> bool:
+        """The file (or a full dump, where every field is written down) states ``dotted``."""
+        return self.cfg.form == "full-dump" or bool(self.cfg.explicit(dotted))
+
+    def fact(self, name: str) -> Any:
+        """A derived fact by name, or NotDerivable."""
+        facts = self.ctx.facts
+        facts.resolve(name)
+        fact = facts.values.get(name)
+        if fact is None:
+            raise NotDerivable(name, facts.missing.get(name, "not available"))
+        return fact.value
+
+    @staticmethod
+    def cat(*parts: Any) -> Any:
+        """``a + b + ...`` under the expression language's size limit."""
+        out = parts[0]
+        for part in parts[1:]:
+            out = _bounded_add(out, part)
+        return out
+
+    @staticmethod
+    def to_str(value: Any) -> str:
+        """``str(value)`` as in an expression (large containers charge the budget)."""
+        return FUNCTIONS["str"](value)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def join(items: Any, sep: str = ", ") -> str:
+        """``join(items, sep)`` as in an expression, under the size limit."""
+        return FUNCTIONS["join"](items, sep)  # type: ignore[no-any-return]
+
+    def version_below(self, package: str, text: str) -> bool:
+        """Is the version in use (stated, else the newest release) older than ``text``?"""
+        settings = self.ctx.settings
+        return stated_below(settings.versions if settings is not None else None, package, text)
+
+
+def written_or_preset(cfg: Config, dotted: str) -> Any:
+    """The effective value of ``dotted``, or :data:`UNKNOWN` when the recipe decides it.
+
+    Typed fields use the normalized value (framework default when unset); untyped fields are
+    known only when the file (or a full dump) writes them, else from the model preset.
+    """
+    if dotted in cfg.unknown:
+        return UNKNOWN
+    if dotted in cfg.values:
+        return cfg.values[dotted]
+    raw = cfg.raw_get(dotted, UNKNOWN)
+    if raw is not UNKNOWN:
+        return raw
+    section, _, name = dotted.partition(".")
+    if section == "model" and cfg.preset:
+        preset = preset_fields(cfg.preset)
+        if name in preset:
+            return preset[name]
+    return UNKNOWN
+
+
+# The same reads as functions of the context, for checks that read only a few values.
 
 
 def field(ctx: Context, dotted: str) -> Any:
     """``section.field`` as an expression reads it (NotDerivable when it is not known)."""
-    section, attr = dotted.split(".", 1)
-    return SectionView(ctx.config, section)._read(attr)
+    return Reads(ctx).field(dotted)
 
 
 def value(ctx: Context, dotted: str, default: Any = None) -> Any:
     """``value(dotted, default)``: the effective value, else ``default``."""
-    cfg = ctx.config
-    if dotted in cfg.unknown:
-        return default
-    result = cfg.get(dotted, default)
-    return default if result is None else result
+    return Reads(ctx).value(dotted, default)
 
 
 def explicit(ctx: Context, dotted: str) -> bool:
     """``explicit(dotted)``: the file (or an override) writes the field."""
-    return bool(ctx.config.explicit(dotted))
+    return Reads(ctx).explicit(dotted)
 
 
 def known(ctx: Context, dotted: str) -> bool:
@@ -54,9 +144,4 @@ def known(ctx: Context, dotted: str) -> bool:
 
 def fact(ctx: Context, name: str) -> Any:
     """A derived fact by name, as a bare name in an expression reads it."""
-    facts = ctx.facts
-    facts.resolve(name)
-    found = facts.values.get(name)
-    if found is None:
-        raise NotDerivable(name, facts.missing.get(name, "not available"))
-    return found.value
+    return Reads(ctx).fact(name)

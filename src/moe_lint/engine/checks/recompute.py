@@ -1,9 +1,4 @@
-"""The recompute-label check (RCP), left for the recompute family's module.
-
-The schema checks (types, duplicate keys, interpolations) moved to schema.py and the
-suppression checks to suppressions.py (issue 11: the check behind a rule of pack X lives in
-checks/<X>.py); unknown-recompute-labels belongs to rules/recompute.yaml.
-"""
+"""Python checks for the recompute rule family (RCP codes, rules/recompute.yaml)."""
 
 from __future__ import annotations
 
@@ -12,11 +7,12 @@ from typing import TYPE_CHECKING
 
 from moe_lint.config.suggest import closest
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import remove_item_edit, replace_item_edit
 
 if TYPE_CHECKING:
-    from moe_lint.engine.evaluate import Context, Violation
-
+    from moe_lint.engine.evaluate import Context
 
 #: Recompute labels the pinned Megatron-Core accepts (docs/domain/01 §b.4, 02 RC-05).
 RECOMPUTE_LABELS = (
@@ -29,8 +25,6 @@ RECOMPUTE_ALIASES = {"up_proj": "mla_up_proj", "norm": "layernorm"}
 
 def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
     """Labels Megatron-Core asserts on; the guidance's own shorthands get a fix."""
-    from moe_lint.engine.evaluate import Violation
-
     cfg = ctx.config
     modules = cfg.values.get("model.recompute_modules")
     if not isinstance(modules, list) or cfg.origin.get("model.recompute_modules") not in (
@@ -89,8 +83,47 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
         )
 
 
+# --------------------------------------------------------------------------------------------
+# Rules converted from long expressions: each reads what its expression read, in the same order
+# (an unknown field or fact raises NotDerivable: no finding), and yields the template values.
+# The ``r.value(field, default)`` defaults are the expressions' own, kept literally.
+# --------------------------------------------------------------------------------------------
+
+
+def mhc_recompute_prerequisites(ctx: Context) -> Iterator[Violation]:
+    """RCP015: mhc in recompute_modules without what TransformerConfig requires for it."""
+    r = Reads(ctx)
+    layer_num = r.value("model.mhc_recompute_layer_num", 1)
+    if r.value("model.fine_grained_activation_offloading", False):
+        offload = r.value("model.offload_modules", []) or []
+        offloaded = [m for m in offload if m in ("attn_norm", "mlp_norm")]
+    else:
+        offloaded = []
+    if not r.value("model.enable_hyper_connections", False):
+        reason = "enable_hyper_connections is false"
+    elif "mlp" in (r.field("model.recompute_modules") or []):
+        reason = "mlp is also in recompute_modules (the two use different checkpoint mechanisms)"
+    elif layer_num < 1:
+        reason = r.cat(
+            "mhc_recompute_layer_num must be a positive integer, got ", r.to_str(layer_num)
+        )
+    elif len(offloaded) > 0:
+        reason = r.cat(
+            "offload_modules ", r.join(offloaded), " cannot be offloaded under mhc recompute"
+        )
+    else:
+        reason = ""
+    if (
+        r.field("model.recompute_granularity") == "selective"
+        and "mhc" in r.field("model.recompute_modules")
+        and reason != ""
+    ):
+        yield Violation("", {"reason": reason})
+
+
 CHECKS: dict[str, PythonCheck] = {
     "unknown-recompute-labels": PythonCheck(
         unknown_recompute_labels, frozenset({"label", "hint", "allowed"})
     ),
+    "mhc-recompute-prerequisites": PythonCheck(mhc_recompute_prerequisites, frozenset({"reason"})),
 }

@@ -1,0 +1,200 @@
+"""Python checks for the optimizer rule family (OPT codes, rules/optimizer.yaml).
+
+The optimizer's precision fields come from Bridge's mixed-precision step, so these read them
+through :func:`moe_lint.engine.checks.precision.effective`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.precision import (
+    UNKNOWN,
+    dtype_name,
+    effective,
+    precision_view,
+    raw_value,
+)
+from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.evaluate import Violation
+
+if TYPE_CHECKING:
+    from moe_lint.engine.evaluate import Context
+
+
+def _violation(path: str, **params: Any) -> Violation:
+    return Violation(path=path, params=params)
+
+
+def optimizer_step_overlap_buffer_reuse(ctx: Context) -> Iterator[Violation]:
+    """overlap_param_gather_with_optimizer_step together with the MXFP8 gradient-buffer reuse."""
+    cfg = ctx.config
+    if cfg.get("optimizer.overlap_param_gather_with_optimizer_step") is not True:
+        return
+    view = precision_view(cfg)
+    reuse = effective(cfg, "optimizer.reuse_grad_buf_for_mxfp8_param_ag", view)
+    if reuse is True:
+        source = view.source if view.kind in ("recipe", "block") else "optimizer"
+        yield _violation("optimizer.overlap_param_gather_with_optimizer_step", source=source)
+
+
+# --------------------------------------------------------------------------------------------
+# Optimizer state dtypes (OptimizerConfig.__post_init__)
+# --------------------------------------------------------------------------------------------
+
+_STATE_DTYPES = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+
+
+def optimizer_state_dtypes(ctx: Context) -> Iterator[Violation]:
+    """Non-fp32 optimizer state dtypes without the precision-aware optimizer."""
+    cfg = ctx.config
+    aware_known = cfg.form == "full-dump" or cfg.explicit("optimizer.use_precision_aware_optimizer")
+    if not aware_known or cfg.get("optimizer.use_precision_aware_optimizer"):
+        return
+    for name in _STATE_DTYPES:
+        written = raw_value(cfg, f"optimizer.{name}")
+        if written is UNKNOWN or written is None:
+            continue
+        dtype = dtype_name(written)
+        if dtype is None or dtype == "float32":
+            continue
+        yield _violation(f"optimizer.{name}", field=name, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Rules converted from long expressions: each reads what its expression read, in the same order
+# (an unknown field or fact raises NotDerivable: no finding), and yields the template values.
+# The ``r.value(field, default)`` defaults are the expressions' own, kept literally.
+# --------------------------------------------------------------------------------------------
+
+
+def _dist_known(r: Reads) -> Any:
+    return (
+        r.explicit("optimizer.use_distributed_optimizer")
+        or r.explicit("ddp.use_distributed_optimizer")
+        or r.fact("full_dump")
+    )
+
+
+def precision_aware_optimizer_prerequisites(ctx: Context) -> Iterator[Violation]:
+    """OPT002: use_precision_aware_optimizer without adam or the distributed optimizer."""
+    r = Reads(ctx)
+    dist_known = _dist_known(r)
+    name = r.to_str(r.value("optimizer.optimizer", "adam"))
+    if name != "adam":
+        reason = r.cat("the optimizer is ", name, ", not adam")
+    elif dist_known and not r.field("optimizer.use_distributed_optimizer"):
+        reason = "the distributed optimizer is off"
+    else:
+        reason = ""
+    if (
+        r.field("optimizer.use_precision_aware_optimizer")
+        and not (
+            r.value("dist.use_megatron_fsdp", False) or r.value("ddp.use_megatron_fsdp", False)
+        )
+        and reason != ""
+    ):
+        yield Violation("", {"reason": reason})
+
+
+def optimizer_offload_prerequisites(ctx: Context) -> Iterator[Violation]:
+    """OPT004: optimizer_cpu_offload without the precision-aware or distributed optimizer."""
+    r = Reads(ctx)
+    aware_known = r.explicit("optimizer.use_precision_aware_optimizer") or r.fact("full_dump")
+    dist_known = _dist_known(r)
+    if aware_known and not r.field("optimizer.use_precision_aware_optimizer"):
+        reason = (
+            "use_precision_aware_optimizer is false (the hybrid CPU/GPU optimizer reuses its code "
+            "path, and Megatron-LM refuses offload without it)"
+        )
+    elif dist_known and not r.field("optimizer.use_distributed_optimizer"):
+        reason = (
+            "the distributed optimizer is off (Bridge documents optimizer offload for the "
+            "distributed optimizer only)"
+        )
+    else:
+        reason = ""
+    if r.field("optimizer.optimizer_cpu_offload") and reason != "":
+        yield Violation("", {"reason": reason})
+
+
+def _checkpoint_io(r: Reads) -> tuple[str, bool, bool]:
+    """(ckpt_format, saving or loading, Megatron-FSDP on) as OPT005/OPT006 read them."""
+    fmt = r.to_str(r.value("checkpoint.ckpt_format", "torch_dist"))
+    saving = r.value("checkpoint.save") is not None or r.value("checkpoint.load") is not None
+    mfsdp = (
+        r.value("ddp.use_megatron_fsdp", False) is True
+        or r.value("dist.use_megatron_fsdp", False) is True
+    )
+    return fmt, saving, mfsdp
+
+
+def checkpoint_format_rejected(ctx: Context) -> Iterator[Violation]:
+    """OPT005: a ckpt_format Bridge rejects with async_save, without FSDP or without Gloo."""
+    r = Reads(ctx)
+    fmt, saving, mfsdp = _checkpoint_io(r)
+    if r.value("checkpoint.async_save", False) is True and fmt not in (
+        "torch_dist",
+        "fsdp_dtensor",
+    ):
+        reason = r.cat("async_save needs ckpt_format torch_dist or fsdp_dtensor, not ", fmt)
+    elif (
+        fmt == "fsdp_dtensor"
+        and saving
+        and (not mfsdp or r.value("dist.use_torch_fsdp2", False) is True)
+    ):
+        reason = "ckpt_format fsdp_dtensor works only with Megatron-FSDP"
+    elif (
+        r.value("dist.use_gloo_process_groups", True) is False
+        and r.field("optimizer.use_distributed_optimizer")
+        and fmt not in ("torch_dist", "fsdp_dtensor")
+    ):
+        reason = r.cat(
+            "without Gloo process groups the distributed optimizer needs ckpt_format torch_dist "
+            "or fsdp_dtensor, not ",
+            fmt,
+        )
+    else:
+        return
+    yield Violation("", {"reason": reason})
+
+
+def megatron_fsdp_settings_rejected(ctx: Context) -> Iterator[Violation]:
+    """OPT006: Megatron-FSDP with torch FSDP2, the wrong ckpt_format or manual registration."""
+    r = Reads(ctx)
+    fmt, saving, mfsdp = _checkpoint_io(r)
+    if (
+        r.value("dist.use_megatron_fsdp", False) is True
+        and r.value("dist.use_torch_fsdp2", False) is True
+    ):
+        reason = "dist.use_megatron_fsdp and dist.use_torch_fsdp2 are both true"
+    elif saving and fmt != "fsdp_dtensor":
+        reason = r.cat("it needs ckpt_format fsdp_dtensor when saving or loading, not ", fmt)
+    elif r.value("ddp.fsdp_manual_registration", False) is True and not r.value(
+        "ddp.nccl_ub", False
+    ):
+        reason = "ddp.fsdp_manual_registration needs ddp.nccl_ub"
+    else:
+        reason = ""
+    if mfsdp and reason != "":
+        yield Violation("", {"reason": reason})
+
+
+CHECKS: dict[str, PythonCheck] = {
+    "optimizer-state-dtypes": PythonCheck(optimizer_state_dtypes, frozenset({"field", "dtype"})),
+    "optimizer-step-overlap-buffer-reuse": PythonCheck(
+        optimizer_step_overlap_buffer_reuse, frozenset({"source"})
+    ),
+    "precision-aware-optimizer-prerequisites": PythonCheck(
+        precision_aware_optimizer_prerequisites, frozenset({"reason"}), frozenset({"full_dump"})
+    ),
+    "optimizer-offload-prerequisites": PythonCheck(
+        optimizer_offload_prerequisites, frozenset({"reason"}), frozenset({"full_dump"})
+    ),
+    "checkpoint-format-rejected": PythonCheck(checkpoint_format_rejected, frozenset({"reason"})),
+    "megatron-fsdp-settings-rejected": PythonCheck(
+        megatron_fsdp_settings_rejected, frozenset({"reason"})
+    ),
+}
