@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config import fields
 from moe_lint.config.mixed_precision import DEFAULT_RECIPE, MP_DEFAULTS, recipe_values
-from moe_lint.engine.catalogue import PythonCheck, bridge_fields
+from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -115,8 +116,7 @@ def precision_view(cfg: Config) -> PrecisionView:
 
 
 def _has_field(section: str, name: str) -> bool:
-    fields = bridge_fields().get("sections", {}).get(section) or {}
-    return name in fields
+    return name in fields.section(section)
 
 
 def effective(cfg: Config, dotted: str, view: PrecisionView | None = None) -> Any:
