@@ -99,9 +99,12 @@ def kind(name: str, field: str) -> str:
 
 
 def default(dotted: str) -> Any:
-    """The framework default of ``dotted``, or UNKNOWN where the table states none (a recipe
-    decides the field, or its default depends on the dataset / provider class)."""
+    """What an unset ``dotted`` reads as: UNKNOWN when a recipe decides the field, the
+    framework default where the table records one, else None (the table has no default for
+    it: a key of another dataset / provider class, a free-form key such as an env var)."""
     found = entry(dotted)
-    if found is None or "default" not in found or found.get("recipe"):
+    if found is None:
+        return None
+    if found.get("recipe"):
         return UNKNOWN
-    return found["default"]
+    return found.get("default")

@@ -98,11 +98,11 @@ class Config:
 
         In order: UNKNOWN for a field a static tool cannot know (a recipe decides it, an
         unresolved ``${...}``, a rejected value, a ``~key`` deletion); the normalized value of a
-        validated field; the value written in the file or an override; the framework default
-        from the field table (config/fields.py); else UNKNOWN (no single default exists: the
-        dataset or provider class the recipe picks decides). ``None`` is a real value here
-        (``virtual_pipeline_model_parallel_size: null`` means no virtual stages), never a
-        marker for "unknown".
+        validated field; the value written in the file or an override; else what the field
+        table says an unset field reads as (config/fields.py ``default``: UNKNOWN for a field a
+        recipe decides, the framework default, or None where the table records no default).
+        ``None`` is a value here (``virtual_pipeline_model_parallel_size: null`` means no
+        virtual stages), never a marker for "unknown".
         """
         if dotted in self.unknown:
             return UNKNOWN

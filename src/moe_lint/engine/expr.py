@@ -698,9 +698,9 @@ class SectionView:
         if attr.startswith("_"):
             raise NotDerivable(attr, "not a config field")
         dotted = f"{self._name}.{attr}"
-        if dotted in self._config.unknown:
+        value = self._config.value(dotted)
+        if value is field_table.UNKNOWN:
             raise NotDerivable(dotted, f"{dotted} is not set (the recipe decides)")
-        value = self._config.get(dotted)
         if dotted not in self._config.values:
             kind = field_table.kind(self._name, attr)
             if not _fits(value, kind):
