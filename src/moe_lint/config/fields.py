@@ -27,7 +27,8 @@ class _Unknown:
     """The one "value not knowable here" marker (a recipe decides it, an unresolved
     ``${...}``, a rejected value, or a field with no single framework default).
 
-    Falsy so that ``if value:`` never mistakes it for a setting; compares equal only to itself.
+    Test for it with ``is UNKNOWN``; it compares equal only to itself (and is truthy, like the
+    ``object()`` markers it replaced, so no check's ``if value:`` changed meaning).
     """
 
     __slots__ = ()
@@ -40,9 +41,6 @@ class _Unknown:
 
     def __repr__(self) -> str:
         return "UNKNOWN"
-
-    def __bool__(self) -> bool:
-        return False
 
     def __reduce__(self) -> str:
         return "UNKNOWN"  # pickles (worker processes) as the module-level singleton

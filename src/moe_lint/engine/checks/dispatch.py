@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context, Violation
 
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN  # the one marker (config/fields.py)
 
 #: The two model flags a ``comm_overlap`` block overwrites (docs/domain/01 §b.6).
 _EP_OVERLAP_KEYS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute")

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.engine.catalogue import PythonCheck
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 #: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
 _LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN  # the one marker (config/fields.py)
 
 
 def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.config import fields
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.mixed_precision import DEFAULT_RECIPE, MP_DEFAULTS, recipe_values
 from moe_lint.engine.catalogue import PythonCheck
 
@@ -57,12 +58,6 @@ _DTYPE_FIELDS = frozenset({"params_dtype", "pipeline_dtype", "autocast_dtype"})
 PRECISION_SECTIONS = ("model", "optimizer", "ddp")
 
 
-class _Unknown:
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
 
 
 @dataclass
