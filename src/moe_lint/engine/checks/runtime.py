@@ -58,8 +58,6 @@ _DTYPE_FIELDS = frozenset({"params_dtype", "pipeline_dtype", "autocast_dtype"})
 PRECISION_SECTIONS = ("model", "optimizer", "ddp")
 
 
-
-
 @dataclass
 class PrecisionView:
     """How Bridge's mixed-precision step resolves the precision fields of one config.
