@@ -23,24 +23,23 @@ def layout(tp: int, cp: int, ep: int, pp: int, seq: int, sp: bool = False) -> st
     )
 
 
-# family, TP, CP, EP, PP, seq, SP, dense mesh, expert mesh, min GPUs, DP, EDP, tok/CP, tok/TP·CP
+# family, TP, CP, EP, PP, seq, SP, dense mesh, expert mesh, min GPUs, DP, EDP, tok/TP·CP
 SEED_TABLE = [
-    ("dsv3-128k", 1, 32, 32, 8, 131072, False, 32, 32, 256, 1, 1, 4096, 4096),
-    ("dsv3-256k", 1, 64, 32, 8, 262144, False, 64, 32, 512, 1, 2, 4096, 4096),
-    ("qwen3-235b-128k", 4, 4, 32, 4, 131072, True, 16, 32, 128, 2, 1, 32768, 8192),
+    ("dsv3-128k", 1, 32, 32, 8, 131072, False, 32, 32, 256, 1, 1, 4096),
+    ("dsv3-256k", 1, 64, 32, 8, 262144, False, 64, 32, 512, 1, 2, 4096),
+    ("qwen3-235b-128k", 4, 4, 32, 4, 131072, True, 16, 32, 128, 2, 1, 8192),
 ]
 
 
 @pytest.mark.parametrize("row", SEED_TABLE, ids=lambda r: r[0])
 def test_seed_family_arithmetic(row: tuple) -> None:  # type: ignore[type-arg]
-    _, tp, cp, ep, pp, seq, sp, dense, expert, min_world, dp, edp, per_cp, per_tp_cp = row
+    _, tp, cp, ep, pp, seq, sp, dense, expert, min_world, dp, edp, per_tp_cp = row
     f = facts(layout(tp, cp, ep, pp, seq, sp))
     assert f["dense_mesh"] == dense
     assert f["expert_mesh"] == expert
     assert f["min_world"] == min_world
     assert f["world"] == min_world and f["world_assumed"] is True
     assert f["dp"] == dp and f["edp"] == edp
-    assert f["tokens_per_cp_rank"] == per_cp
     assert f["tokens_per_tp_cp_rank"] == per_tp_cp
 
 
@@ -88,4 +87,4 @@ def test_recipe_fields_stay_unknown() -> None:
     cfg = normalize(parse_text("model:\n  context_parallel_size: 8\n"))
     assert "model.seq_length" in cfg.unknown and "model.num_moe_experts" in cfg.unknown
     f = derive(cfg, Cluster())
-    assert "seq" in f.missing and "tokens_per_cp_rank" in f.missing
+    assert "seq" in f.missing and "tokens_per_tp_cp_rank" in f.missing

@@ -71,14 +71,15 @@ from moe_lint.config.fields import table as field_table
 from moe_lint.config.schema import SECTIONS
 from moe_lint.config.settings import Settings
 from moe_lint.engine.catalogue import load_catalogue
+from moe_lint.engine.suppress import SUPPRESSION_CHECKS
 from moe_lint.errors import UsageError
-from moe_lint.lint import POST_CHECKS, lint_text
+from moe_lint.lint import lint_text
 
 CATALOGUE = load_catalogue(plugins=False)
 FINDINGS_SCHEMA = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(FINDINGS_SCHEMA)
 #: Codes of the rules that report suppression comments (located at the comment, not a key).
-COMMENT_CODES = frozenset(r.code for r in CATALOGUE.rules if r.check in POST_CHECKS)
+COMMENT_CODES = frozenset(r.code for r in CATALOGUE.rules if r.check in SUPPRESSION_CHECKS)
 
 _COMPOSE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

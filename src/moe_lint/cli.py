@@ -274,7 +274,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
         settings.memory[key.strip()] = value.strip()
     if ns.memory:
-        from moe_lint.analysis.memory_facts import memory_settings
+        from moe_lint.config.memory_settings import memory_settings
 
         memory_settings(settings.memory, "--memory")
     fmt = ns.format or fmt_setting or "text"
@@ -384,9 +384,10 @@ def _cmd_estimate(argv: list[str]) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
     ns = parse_command_line(parser, argv, 1)
     from moe_lint.analysis.memory import MemoryInputError, levers
-    from moe_lint.analysis.memory_facts import memory_settings, run_estimate
+    from moe_lint.analysis.memory_facts import run_estimate
+    from moe_lint.config.forms import NotBridgeConfig
     from moe_lint.config.load import load_file
-    from moe_lint.config.normalize import NotBridgeConfig
+    from moe_lint.config.memory_settings import memory_settings
     from moe_lint.output import estimate as memreport
     from moe_lint.output import text as report
 
@@ -569,8 +570,8 @@ def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tup
     ancestor (``model`` for a fix that sets ``model.x``)."""
     if not doc.fix_refusals:
         return []
+    from moe_lint.config.forms import NotBridgeConfig, detect_root
     from moe_lint.config.load import format_path
-    from moe_lint.config.normalize import NotBridgeConfig, detect_root
 
     try:
         root, _ = detect_root(doc.data)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
+from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import Document, load_file, parse_text
-from moe_lint.config.normalize import Config, NotBridgeConfig, normalize
+from moe_lint.config.normalize import Config, normalize
 from moe_lint.config.overrides import Override
 from moe_lint.config.settings import (
     Settings,
@@ -20,11 +21,8 @@ from moe_lint.config.settings import (
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.evaluate import Context, run_rules
 from moe_lint.engine.findings import Finding
-from moe_lint.engine.suppress import Suppression, apply_suppressions, parse_suppressions
+from moe_lint.engine.suppress import SUPPRESSION_CHECKS, Suppression, suppress
 from moe_lint.errors import InputError, UsageError
-
-#: Checks that look at suppressions and therefore run after them.
-POST_CHECKS = ("unused-suppressions", "unknown-suppressions")
 
 
 @dataclass
@@ -133,22 +131,10 @@ def lint_document(
         return result
     selected = select_rules(catalogue, file_settings, doc.path)
     ctx = Context(cfg, facts, file_settings)
-    main_rules = [r for r in selected if r.check not in POST_CHECKS]
-    findings = run_rules(main_rules, ctx, catalogue)
-    suppressions = parse_suppressions(doc.text)
-    findings, suppressions = apply_suppressions(
-        findings,
-        doc,
-        suppressions,
-        set(catalogue.by_code),
-        {name: rule.code for name, rule in catalogue.by_name.items()},
+    findings = run_rules([r for r in selected if r.check not in SUPPRESSION_CHECKS], ctx, catalogue)
+    findings = suppress(
+        findings, ctx, catalogue, [r for r in selected if r.check in SUPPRESSION_CHECKS]
     )
-    ctx.settings = replace(file_settings)
-    post = [r for r in selected if r.check in POST_CHECKS]
-    if post:
-        ctx.suppressions = suppressions
-        ctx.catalogue = catalogue
-        findings.extend(run_rules(post, ctx, catalogue))
     result.findings = sorted(findings, key=Finding.sort_key)
     return result
 

@@ -4,7 +4,8 @@ Dense layers run on TP·CP·DP·PP ranks; experts fold onto the same ranks as ET
 ("MoE parallel folding", docs/domain/02 §1), so the world must divide by both TP·CP·PP and ETP·EP·PP
 and the smallest feasible world is PP·lcm(TP·CP, ETP·EP). A quantity that cannot be computed
 (an unset field, a world that does not divide) is recorded with its reason instead of a value;
-rules that read it are skipped, so one root cause gives one finding.
+rules that read it are skipped, so one root cause gives one finding. Every fact computed here is
+declared, with its meaning, in ``analysis/facts.py`` (the vocabulary rules may use).
 """
 
 from __future__ import annotations
@@ -186,11 +187,6 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
 
     if "seq" in f.values and "cp" in f.values:
         seq, cp = f.values["seq"].value, f.values["cp"].value
-        f.put(
-            "tokens_per_cp_rank",
-            seq / cp,
-            f"tokens per CP rank = seq / CP = {_fmt(seq)} / {cp} = {_fmt(_whole(seq / cp))}",
-        )
         target = pow2_round(seq / 4096)
         f.put(
             "cp_target",
@@ -210,7 +206,7 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
                 f"{_fmt(int(per)) if per == int(per) else per}",
             )
     else:
-        for name in ("tokens_per_cp_rank", "cp_target", "tokens_per_tp_cp_rank"):
+        for name in ("cp_target", "tokens_per_tp_cp_rank"):
             f.miss(name, "needs the sequence length and CP")
 
     experts = v.get("model.num_moe_experts") if known("model.num_moe_experts") else None
@@ -220,40 +216,19 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         f.put("is_moe", True, f"EP = {sizes['ep']} > 1 implies an MoE model")
     else:
         f.miss("is_moe", "model.num_moe_experts is not set (the recipe decides)")
-    if experts and "ep" in sizes:
-        if experts % sizes["ep"] == 0:
-            per = experts // sizes["ep"]
-            f.put(
-                "experts_per_rank",
-                per,
-                f"experts per EP rank = {experts} / EP{sizes['ep']} = {per}",
-            )
-        else:
-            f.miss("experts_per_rank", "experts not divisible by EP")
-    else:
-        f.miss("experts_per_rank", "needs num_moe_experts and EP")
-
-    if "pp" in sizes:
-        pp = sizes["pp"]
-        stages = pp * (vpp or 1)
-        f.put("vpp_stages", stages, f"virtual stages = PP·VPP = {pp}·{vpp or 1} = {stages}")
 
     f.put("full_dump", cfg.form == "full-dump", f"file form: {cfg.form}")
     _derive_cluster(f, cluster)
     _derive_tokens(f, sizes)
     _derive_pipeline(f, cfg)
-    for key, name in (
-        ("megatron-core", "mcore_version"),
-        ("transformer-engine", "te_version"),
-        ("bridge", "bridge_version"),
-    ):
-        version = cluster.versions.get(key)
-        if version is None:
-            from moe_lint.config.versions import NEWEST_RELEASED
+    te = cluster.versions.get("transformer-engine")
+    if te is None:
+        from moe_lint.config.versions import NEWEST_RELEASED
 
-            f.put(name, None, f"{key} not given: newest release {NEWEST_RELEASED[key]} assumed")
-        else:
-            f.put(name, str(version), f"{key} {version}")
+        newest = NEWEST_RELEASED["transformer-engine"]
+        f.put("te_version", None, f"transformer-engine not given: newest release {newest} assumed")
+    else:
+        f.put("te_version", str(te), f"transformer-engine {te}")
     return f
 
 
@@ -263,7 +238,6 @@ def _derive_cluster(f: Facts, cluster: Cluster) -> None:
     per_node = cluster.gpus_per_node
     if spec is None:
         for name in (
-            "gpu",
             "gpu_name",
             "gpu_hbm_gib",
             "nvlink_domain",
@@ -276,7 +250,6 @@ def _derive_cluster(f: Facts, cluster: Cluster) -> None:
             f.miss(name, "no --gpu given")
     else:
         name = str(cluster.gpu)
-        f.put("gpu", spec, f"GPU = {name}")
         f.put("gpu_name", name, f"GPU = {name}")
         memory = spec.get("memory") or {}
         mib = memory.get("cuda_total_mib") or memory.get("nvidia_smi_total_mib")

@@ -34,6 +34,7 @@ from moe_lint.analysis.params import (
     mtp_extra_params,
     mtp_layer_params,
 )
+from moe_lint.config.memory_settings import MemorySettings
 
 GIB = float(2**30)
 
@@ -45,38 +46,6 @@ class MemoryInputError(ValueError):
 # --------------------------------------------------------------------------------------------
 # Settings and results
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemorySettings:
-    """Knobs for what a static model cannot know; defaults and reasons in docs/memory-model.md.
-
-    routing_imbalance: ρ, tokens received by the busiest EP rank over the balanced share. 1.3 is
-        docs/domain/02 §6.5's suggestion for trained routers; cold starts are worse. A capacity
-        factor caps it (padding to capacity pins it), and EP=1 makes it 1.
-    fragmentation: reserved-minus-allocated margin as a fraction of the allocated peak
-        (PyTorch caching allocator, typically 5-15%).
-    cuda_context_gib: CUDA context, kernel images and library handles (outside the allocator).
-    nccl_gib: NCCL communicator buffers for the TP/CP/DP/EP/PP groups (outside the allocator).
-    deepep_buffer_gib: DeepEP normal-mode NVL/RDMA buffers (flex dispatcher, DeepEP backend).
-    hybridep_buffer_factor: HybridEP buffers as this many copies of group × local tokens × h × 2.
-    cuda_graph_static_copies: copies of each captured module's static inputs and outputs.
-    backward_workspace_layers: layers' worth of activations alive as gradients and recomputed
-        tensors while one layer runs backward.
-    flash_attention: fused/flash attention (no s² score tensors) — TE picks it for bf16.
-    headroom_gib: memory to keep free on top of everything (other processes, safety).
-    """
-
-    routing_imbalance: float = 1.3
-    fragmentation: float = 0.08
-    cuda_context_gib: float = 0.75
-    nccl_gib: float = 1.0
-    deepep_buffer_gib: float = 1.0
-    hybridep_buffer_factor: float = 2.0
-    cuda_graph_static_copies: float = 1.0
-    backward_workspace_layers: float = 1.0
-    flash_attention: bool = True
-    headroom_gib: float = 0.0
 
 
 @dataclass(frozen=True)

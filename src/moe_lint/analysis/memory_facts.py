@@ -8,12 +8,13 @@ memory rules skip.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
+from moe_lint.analysis import facts as registry
 from moe_lint.analysis.derive import Facts
+from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.normalize import Config
-from moe_lint.errors import InputError, UsageError
+from moe_lint.errors import InputError
 
 
 def _shown(value: object) -> str:
@@ -23,71 +24,12 @@ def _shown(value: object) -> str:
     return bounded_repr(value)
 
 
-#: Facts this module provides (see docs/adding-rules.md).
-MEMORY_FACTS = (
-    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
-    "mem_stage", "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
-    "selective_needs_offload",
-)  # fmt: skip
-#: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
-#: memory. error-margin: report an error only when the peak exceeds usable memory by more than
-#: the model's uncertainty (it over-predicts the measured runs by +0.5 to +4.4%, and its
-#: long-context terms have no published measurement to check them; docs/memory-validation.md).
-DEFAULT_WARN_FRACTION = 0.05
-DEFAULT_ERROR_MARGIN = 0.10
-
-
-def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]:
-    """Validate ``[tool.moe-lint.memory]`` / ``--memory`` values.
-
-    Returns (MemorySettings, warn fraction, error margin).
-    """
-    from moe_lint.analysis.memory import MemorySettings
-
-    known = {f.name: f.type for f in fields(MemorySettings)}
-    values: dict[str, Any] = {}
-    warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
-    for key, value in raw.items():
-        name = key.replace("-", "_")
-        if name == "warn_headroom":
-            warn = _number(value, key, where)
-            continue
-        if name == "error_margin":
-            margin = _number(value, key, where)
-            continue
-        if name not in known:
-            names = ", ".join(sorted(known))
-            raise UsageError(
-                f"{where}: unknown memory setting {_shown(key)} (known: warn-headroom, "
-                f"error-margin, {names})"
-            )
-        if name == "flash_attention":
-            values[name] = str(value).lower() in ("1", "true", "yes")
-        else:
-            values[name] = _number(value, key, where)
-    return MemorySettings(**values), warn, margin
-
-
-def _number(value: Any, key: str, where: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(
-            f"{where}: memory setting {key} must be a number, got {_shown(value)}"
-        ) from None
-    if number < 0:
-        raise UsageError(f"{where}: memory setting {key} must not be negative")
-    return number
+#: Facts this module provides (declared in analysis/facts.py).
+MEMORY_FACTS = registry.computed_by("memory_facts")
 
 
 def _plain(facts: Facts) -> dict[str, Any]:
     return {name: fact.value for name, fact in facts.values.items()}
-
-
-_BASE_FACTS = (
-    "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
-    "mem_stage", "mem_top_terms",
-)  # fmt: skip
 
 
 class _Memory:
@@ -154,12 +96,15 @@ class _Memory:
 def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
     """Register the lazy loaders of the memory facts (nothing is imported until one is read)."""
     memory = _Memory(facts, cfg, raw_settings)
-    for name in _BASE_FACTS:
-        facts.lazy[name] = memory.base
-    facts.lazy["mem_levers"] = memory.levers
-    facts.lazy["edp2_saving_gib"] = memory.edp2
-    facts.lazy["selective_fits"] = memory.selective
-    facts.lazy["selective_needs_offload"] = memory.selective
+    # The registry names the function that puts each fact; its loader runs that function.
+    loaders = {
+        "memory_facts._load": memory.base,
+        "memory_facts._levers": memory.levers,
+        "memory_facts._edp2": memory.edp2,
+        "memory_facts._Memory.selective": memory.selective,
+    }
+    for name in MEMORY_FACTS:
+        facts.lazy[name] = loaders[registry.BY_NAME[name].computed_by]
 
 
 #: Fields every Bridge pretrain/SFT recipe sets that an override file usually leaves out; the

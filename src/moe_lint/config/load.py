@@ -25,6 +25,7 @@ from moe_lint.bounds import (
     bounded_str,
     number_too_long,
 )
+from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.errors import InputError
 
 
@@ -450,9 +451,7 @@ _TOP_KEY = re.compile(r"""^(["']?)([A-Za-z_][\w.-]*)\1[ \t]*:(?:[ \t]|$)""", re.
 
 
 def _looks_like_config(keys: dict[str, Any]) -> bool:
-    """True when top-level keys name a Bridge config, by the test normalize.detect_root uses."""
-    from moe_lint.config.normalize import NotBridgeConfig, detect_root
-
+    """True when top-level keys name a Bridge config, by the test forms.detect_root uses."""
     try:
         detect_root(keys)
     except NotBridgeConfig:

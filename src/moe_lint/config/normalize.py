@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from moe_lint.config import fields
 from moe_lint.config.fast_validate import fast_validate
 from moe_lint.config.fields import UNKNOWN
+from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import ConfigPath, Document, format_path
 from moe_lint.config.mixed_precision import recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
@@ -35,15 +36,6 @@ def _shown(value: object) -> str:
 if TYPE_CHECKING:
     from packaging.version import Version
 
-#: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
-CONTAINER_SECTIONS = frozenset(
-    {
-        "model", "train", "dataset", "optimizer", "ddp", "scheduler", "checkpoint", "logger",
-        "tokenizer", "mixed_precision", "comm_overlap", "dist", "rng", "rerun_state_machine",
-        "profiling", "validation", "peft", "ft", "straggler", "nvrx_straggler",
-        "inprocess_restart", "tensor_inspect", "env_vars", "optimizer_config_override_provider",
-    }
-)  # fmt: skip
 
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
@@ -142,29 +134,6 @@ class Config:
 
             dotted_or_path = parse_path(dotted_or_path)
         return self.root + tuple(dotted_or_path)
-
-
-class NotBridgeConfig(Exception):
-    """The YAML is valid but is not a Megatron Bridge config (e.g. a model card)."""
-
-
-def detect_root(data: dict[str, Any]) -> tuple[ConfigPath, str]:
-    """Find the ConfigContainer root and the file's form; raise NotBridgeConfig if none."""
-    wrapped = data.get("ConfigContainer")
-    if isinstance(wrapped, dict):
-        return ("ConfigContainer",), "wrapped"
-    target = data.get("_target_")
-    if isinstance(target, str) and target.endswith("ConfigContainer"):
-        return (), "full-dump"
-    keys = [k for k in data if k != "_target_"]
-    if not keys:
-        raise NotBridgeConfig("no config keys (the file holds only comments)")
-    known = sum(1 for k in keys if k in CONTAINER_SECTIONS)
-    if keys and known * 2 >= len(keys) and known > 0:
-        return (), "override"
-    raise NotBridgeConfig(
-        "not a Megatron Bridge config (no ConfigContainer sections such as model/train/dataset)"
-    )
 
 
 #: Enums whose member values moe-lint knows, so the enum form's ``_args_`` (what

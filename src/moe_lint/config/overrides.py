@@ -514,14 +514,13 @@ def _never_null(parts: ConfigPath) -> bool:
 def _suggest_key(parts: ConfigPath, data: dict[str, Any], oracle: FieldOracle) -> str | None:
     """The known key the user most likely meant (difflib over the section's fields; across all
     sections for a key given without one)."""
-    from moe_lint.config.suggest import closest
-    from moe_lint.engine.checks.fields import _HOME_SECTIONS
+    from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
 
     top = oracle.top()
     names = [str(p) for p in parts]
 
     def home(candidates: list[str]) -> str:
-        return min(candidates, key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s))
+        return min(candidates, key=home_order)
 
     def fields_of(section: ConfigPath) -> list[str]:
         found = set(oracle.fields(section, data))
@@ -535,7 +534,7 @@ def _suggest_key(parts: ConfigPath, data: dict[str, Any], oracle: FieldOracle) -
         holders = [s for s in top if leaf in fields_of((s,))]
         if holders:
             return f"{home(holders)}.{leaf}"
-        everything = {s: fields_of((s,)) for s in _HOME_SECTIONS if s in top}
+        everything = {s: fields_of((s,)) for s in HOME_SECTIONS if s in top}
         guess = closest(leaf, sorted({f for fs in everything.values() for f in fs}))
         if guess:
             return f"{home([s for s, fs in everything.items() if guess in fs])}.{guess}"

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.memory_settings import memory_settings
 from moe_lint.errors import UsageError
 
 
@@ -268,8 +269,6 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     memory = table.get("memory", {})
     if not isinstance(memory, dict):
         raise UsageError(f"{where}: memory must be a table of memory-model settings")
-    from moe_lint.analysis.memory_facts import memory_settings
-
     memory_settings(memory, f"{where} memory")  # validate now
     settings.memory = dict(memory)
     fmt = table.get("format")

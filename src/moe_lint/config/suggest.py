@@ -17,3 +17,12 @@ def closest(word: str, candidates: list[str]) -> str | None:
         return lowered[word.lower()]
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
+
+
+#: Where a key that several sections have most likely belongs, first to last.
+HOME_SECTIONS = {"model": 0, "train": 1, "optimizer": 2, "ddp": 3, "dist": 4, "dataset": 5}
+
+
+def home_order(section: str) -> tuple[bool, int, str]:
+    """Sort key putting the sections a user most likely means first (model, train, ...)."""
+    return (section not in HOME_SECTIONS, HOME_SECTIONS.get(section, 0), section)

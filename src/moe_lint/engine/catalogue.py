@@ -55,6 +55,9 @@ class PythonCheck(NamedTuple):
 
     func: Callable[..., Iterable[Any]]
     params: frozenset[str]
+    #: Derived facts the check reads, so a finding shows their derivations as a condition
+    #: rule's would (the facts its templates name count as well).
+    facts: frozenset[str] = frozenset()
 
 
 class FixSpec(NamedTuple):
@@ -274,6 +277,8 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
     for template in (message, derivation, fix.title if fix else None):
         if template is not None:
             used |= {f for f in template.fields if "." not in f}
+    if check is not None:
+        used |= checks[check].facts
     covers = entry.get("covers") or []
     if not isinstance(covers, list) or not all(
         isinstance(c, str) and _COVER_ID.match(c) for c in covers
@@ -357,7 +362,7 @@ def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
 #: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
 ENGINE_FILES = (
     "engine/catalogue.py", "engine/expr.py", "engine/findings.py", "config/versions.py",
-    "data/fields.json",
+    "analysis/facts.py", "data/fields.json",
 )  # fmt: skip
 
 

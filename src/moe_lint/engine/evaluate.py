@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_lint.analysis.derive import Facts
+from moe_lint.analysis.facts import SHOWN
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.load import format_path, parse_path
 from moe_lint.config.normalize import Config
@@ -25,13 +26,9 @@ from moe_lint.engine.findings import Argument, Edit, Finding
 from moe_lint.engine.spans import location, set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
 
-#: Facts whose derivation is worth printing under a finding (sizes alone are not).
-_SHOWN_FACTS = (
-    "world", "min_world", "dp", "edp", "microbatches", "tokens_per_cp_rank",
-    "tokens_per_tp_cp_rank", "tokens_per_rank", "dispatch_group", "cp_target",
-    "experts_per_rank", "vpp_stages", "mem_peak_gib", "mem_usable_gib", "mem_error_gib",
-    "edp2_saving_gib",
-)  # fmt: skip
+#: Facts whose derivation is worth printing under a finding (sizes alone are not): those the
+#: registry (analysis/facts.py) marks ``shown``, in its order.
+_SHOWN_FACTS = SHOWN
 
 
 #: Errors a rule expression can hit on odd data (set MOE_LINT_STRICT=1 to surface them).
@@ -261,6 +258,10 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                 ev.locals = dict(violation.params)
                 for name, compiled in rule.lets:
                     ev.locals[name] = ev.eval(compiled)
+                extra = violation.derivation
+                if rule.derivation is not None:
+                    rendered = rule.derivation.render(ev.lookup)
+                    extra = f"{rendered}; {extra}" if extra else rendered
                 out.append(
                     _finding(
                         rule,
@@ -268,7 +269,7 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
                         ev,
                         violation.path,
                         violation.edits,
-                        _derivation(rule, ctx, violation.derivation),
+                        _derivation(rule, ctx, extra),
                         violation.at,
                         violation.applicability,
                         violation.argument,

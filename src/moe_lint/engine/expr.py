@@ -48,6 +48,7 @@ import string
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from moe_lint.analysis import facts as fact_registry
 from moe_lint.analysis.derive import is_pow2, pow2_round
 from moe_lint.bounds import MAX_FIELD_CHARS, bounded_repr, bounded_str
 from moe_lint.config import fields as field_table
@@ -336,23 +337,8 @@ CONFIG_FUNCTIONS = (
     "explicit", "stated", "known", "value", "fact", "version_below", "version_at_least",
 )  # fmt: skip
 
-#: Names of derived facts (see derive.py) rules may reference.
-FACT_NAMES = frozenset(
-    {
-        "tp", "pp", "cp", "ep", "etp", "vpp", "sp", "dense_mesh", "expert_mesh", "min_world",
-        "world", "world_assumed", "dp", "edp", "seq", "dataset_seq", "gbs", "mbs", "microbatches",
-        "tokens_per_cp_rank", "cp_target", "tokens_per_tp_cp_rank", "is_moe",
-        "experts_per_rank", "vpp_stages", "full_dump", "gpu", "gpus_per_node",
-        "gpu_name", "gpu_hbm_gib", "nvlink_domain", "gpu_cc", "gpu_fp8", "gpu_fp8_blockwise",
-        "gpu_mxfp8", "gpu_nvfp4", "dispatch_group", "tokens_per_rank", "layout_error",
-        "layout_stages", "layout_layers", "layout_mtp", "layout_problems", "stage_layers",
-        "stage_split_error", "mcore_version", "te_version", "bridge_version",
-        "mem_peak_gib", "mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib",
-        "mem_stage",
-        "mem_top_terms", "mem_levers", "edp2_saving_gib", "selective_fits",
-        "selective_needs_offload",
-    }
-)  # fmt: skip
+#: Names of derived facts rules may reference: the registry (analysis/facts.py).
+FACT_NAMES = fact_registry.NAMES
 
 
 class Compiled(NamedTuple):

@@ -1,10 +1,11 @@
-"""Stage 6: inline suppressions, scanned from raw lines so they work on any YAML.
+"""Stage 5: inline suppressions, scanned from raw lines so they work on any YAML.
 
 ``# moe-lint: disable=CODE[,CODE] -- reason`` at the end of a line suppresses findings on that
 line; on a line of its own it suppresses findings on the next line. When the suppressed line
 holds a mapping key, findings anywhere in that key's block are covered too.
 ``# moe-lint: disable-file=CODE[,CODE]`` anywhere suppresses them in the whole file. A
-suppression that suppresses nothing, or names a code that does not exist, is itself reported.
+suppression that suppresses nothing, or names a code that does not exist, is itself reported
+-- by this stage, after the rules have run: :func:`suppress` is the whole stage.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import re
 from dataclasses import dataclass, field
 
 from moe_lint.config.load import Document
+from moe_lint.engine.catalogue import Catalogue, Rule
+from moe_lint.engine.evaluate import Context, Evaluator, run_rule
 from moe_lint.engine.findings import Finding
+
+#: The checks that report on the suppression comments themselves (SUP rules): they need to
+#: know which comments covered a finding, so this stage runs them, not the rules stage.
+SUPPRESSION_CHECKS = frozenset({"unused-suppressions", "unknown-suppressions"})
 
 #: The directive up to its codes. The codes and the reason are read by hand in linear time
 #: (:func:`_match`): the old single pattern, ``(?P<codes>[...]+?)\s*(?:--\s*(?P<reason>.*))?$``,
@@ -117,22 +124,38 @@ def _block_ends(doc: Document, lines: set[int]) -> dict[int, int]:
     return ends
 
 
+def suppress(
+    findings: list[Finding], ctx: Context, catalogue: Catalogue, rules: list[Rule]
+) -> list[Finding]:
+    """The findings no suppression comment covers, plus the selected suppression rules'
+    findings about the comments (``rules`` are those whose check is in SUPPRESSION_CHECKS)."""
+    doc = ctx.config.doc
+    suppressions = parse_suppressions(doc.text)
+    names = {name: rule.code for name, rule in catalogue.by_name.items()}
+    kept = apply_suppressions(findings, doc, suppressions, names)
+    if rules:
+        ctx.suppressions = suppressions
+        ctx.catalogue = catalogue
+        ev = Evaluator(ctx)
+        for rule in rules:
+            kept.extend(run_rule(rule, ctx, ev, catalogue))
+    return kept
+
+
 def apply_suppressions(
     findings: list[Finding],
     doc: Document,
     suppressions: list[Suppression],
-    known: set[str],
     names: dict[str, str],
-) -> tuple[list[Finding], list[Suppression]]:
-    """Drop suppressed findings; mark which suppression codes were used.
+) -> list[Finding]:
+    """Drop suppressed findings; mark in ``suppressions`` which codes were used.
 
     A finding is covered by the first suppression (in file order) that names its code and
     covers its line. Per code, a sweep over the findings' lines with a heap of the open
     ranges finds it in O((findings + suppressions) log suppressions), not their product.
     """
-    _ = known
     if not suppressions or not findings:
-        return list(findings), suppressions
+        return list(findings)
     ends = _block_ends(doc, {s.target_line for s in suppressions if s.target_line})
     by_code: dict[str, list[tuple[int, int, int]]] = {}  # code -> (start, end, index)
     wanted = {f.code for f in findings}
@@ -163,4 +186,4 @@ def apply_suppressions(
             kept.append(finding)
         else:
             suppressions[hit].used.add(finding.code)
-    return kept, suppressions
+    return kept

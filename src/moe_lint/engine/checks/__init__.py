@@ -12,8 +12,11 @@ from __future__ import annotations
 MODULES = (
     "moe_lint.engine.checks.general", "moe_lint.engine.checks.pipeline",
     "moe_lint.engine.checks.attention", "moe_lint.engine.checks.dispatch",
-    "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.fields",
-    "moe_lint.engine.checks.overrides",
+    "moe_lint.engine.checks.runtime", "moe_lint.engine.checks.schema",
+    "moe_lint.engine.checks.overrides", "moe_lint.engine.checks.cudagraph",
+    "moe_lint.engine.checks.batch", "moe_lint.engine.checks.context_parallel",
+    "moe_lint.engine.checks.misc", "moe_lint.engine.checks.sequence",
+    "moe_lint.engine.checks.suppressions",
 )  # fmt: skip
 
 

@@ -7,7 +7,8 @@ params are the template placeholders its violations provide.
 The checks here need code for one of three reasons: they read model fields that only a model
 preset supplies (``window_size``, ``softmax_type``: untyped fields a preset does not fill into
 the normalized config), they search for a suggestion (the a2a group of hierarchical CP), or
-they must tell the dataset class of the file (SFT datasets, whose Bridge validation differs).
+their condition outgrew an expression (ATT006, ATT019, ATT021). The SFT dataset checks are in
+sequence.py; ``sequence-parallel-at-tp1`` (PAR) is left here for the parallel family's module.
 """
 
 from __future__ import annotations
@@ -17,29 +18,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks import reads
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
-    from moe_lint.engine.findings import Edit
-
-#: Bridge dataset classes that ConfigContainer.validate treats as fine-tuning (SFT) datasets.
-_SFT_CLASSES = (
-    "GPTSFTDatasetConfig",
-    "FinetuningDatasetConfig",
-    "DirectHFSFTDatasetConfig",
-    "EnergonDatasetConfig",
-    "MockVLMSFTDatasetConfig",
-)
-#: Classes whose seq_length Bridge checks against the CP/SP collate padding multiple always
-#: (GPTSFTDatasetConfig only with in-batch packing).
-_PADDED_CLASSES = ("DirectHFSFTDatasetConfig", "EnergonDatasetConfig", "MockVLMSFTDatasetConfig")
-#: Keys only the SFT dataset configs have (an override file rarely names its class).
-_SFT_KEYS = (
-    "dataset_root", "enable_offline_packing", "offline_packing_specs", "packed_sequence_specs",
-    "dataset_kwargs", "max_train_samples", "enable_in_batch_packing", "packing_buffer_size",
-)  # fmt: skip
-#: Keys only the pretraining GPTDatasetConfig has.
-_PRETRAIN_KEYS = ("blend", "blend_per_split", "data_path", "split", "mock", "mmap_bin_files")
 
 
 def _violation(path: str, **params: Any) -> Violation:
@@ -324,96 +306,6 @@ def nonvanilla_softmax(ctx: Context) -> Iterator[Violation]:
         yield _violation("model.softmax_type", softmax=softmax)
 
 
-def _dataset_class(ctx: Context) -> str | None:
-    """The Bridge dataset class of the file: from ``_target_``, else from SFT-only keys."""
-    raw = ctx.config.raw.get("dataset")
-    if not isinstance(raw, dict):
-        return None
-    target = raw.get("_target_")
-    if isinstance(target, str):
-        return target.rsplit(".", 1)[-1]
-    if any(k in raw for k in _PRETRAIN_KEYS):
-        return None
-    if "packing_buffer_size" in raw:
-        return "EnergonDatasetConfig"
-    if any(k in raw for k in _SFT_KEYS):
-        return "GPTSFTDatasetConfig"
-    return None
-
-
-def sft_cp_loss(ctx: Context) -> Iterator[Violation]:
-    """Fine-tuning with CP > 1 needs per-token loss and no averaging in the collective."""
-    cls = _dataset_class(ctx)
-    cp = _int(_fact(ctx, "cp"))
-    if cls not in _SFT_CLASSES or cp is None or cp <= 1:
-        return
-    cfg = ctx.config
-    per_token = bool(cfg.get("model.calculate_per_token_loss"))
-    averaged = bool(cfg.get("ddp.average_in_collective"))
-    edits: list[Edit] = []
-    wrong = []
-    if not per_token:
-        wrong.append("model.calculate_per_token_loss is false")
-    if averaged:
-        wrong.append("ddp.average_in_collective is true")
-    if not wrong:
-        return
-    from moe_lint.engine.spans import set_value_edit
-
-    for dotted, value, bad in (
-        ("model.calculate_per_token_loss", True, not per_token),
-        ("ddp.average_in_collective", False, averaged),
-    ):
-        if bad:
-            edit = set_value_edit(cfg.doc, cfg.physical(dotted), value)
-            if edit is None:
-                edits = []
-                break
-            edits.append(edit)
-    from moe_lint.engine.evaluate import Violation
-
-    yield Violation(
-        path="model.calculate_per_token_loss" if not per_token else "ddp.average_in_collective",
-        params={"dataset": cls, "cp": cp, "wrong": " and ".join(wrong)},
-        edits=edits if len(edits) == len(wrong) else [],
-    )
-
-
-def sft_seq_padding_multiple(ctx: Context) -> Iterator[Violation]:
-    """Bridge SFT collate pads to lcm(2·CP, CP·TP with SP) for train and eval CP."""
-    cls = _dataset_class(ctx)
-    cfg = ctx.config
-    in_batch = bool(cfg.get("dataset.enable_in_batch_packing"))
-    if not (
-        cls in _PADDED_CLASSES
-        or (cls in ("GPTSFTDatasetConfig", "FinetuningDatasetConfig") and in_batch)
-    ):
-        return
-    seq = _int(_fact(ctx, "dataset_seq")) or _int(_fact(ctx, "seq"))
-    cp, tp = _int(_fact(ctx, "cp")), _int(_fact(ctx, "tp"))
-    if seq is None or cp is None or tp is None:
-        return
-    sp = bool(cfg.get("model.sequence_parallel")) and tp > 1
-    eval_cp = _int(cfg.get("dist.eval_context_parallel_size"))
-    sizes = sorted({cp} | ({eval_cp} if eval_cp else set()))
-    parts = [2 * s if s > 1 else 1 for s in sizes] + [s * tp if sp else 1 for s in sizes]
-    multiple = math.lcm(*parts)
-    if seq % multiple == 0:
-        return
-    shown = " and eval CP " + str(eval_cp) if eval_cp else ""
-    terms = ", ".join(str(p) for p in parts if p > 1) or "1"
-    yield _violation(
-        "dataset.seq_length" if cfg.explicit("dataset.seq_length") else "model.seq_length",
-        dataset=cls,
-        seq=seq,
-        multiple=multiple,
-        terms=terms,
-        cps=f"CP {cp}{shown}",
-        lower=max(multiple, seq // multiple * multiple),
-        upper=(seq // multiple + 1) * multiple,
-    )
-
-
 def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
     """sequence_parallel: true at TP = 1 is switched off by Bridge's finalize()."""
     raw = ctx.config.raw.get("model")
@@ -430,6 +322,90 @@ def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:
     yield Violation(path="model.sequence_parallel", params={"tp": tp}, edits=[edit] if edit else [])
 
 
+# --------------------------------------------------------------------------------------------
+# Conditions that outgrew an expression (each reads the config as its expression did)
+# --------------------------------------------------------------------------------------------
+
+#: attention_backend spellings -> the AttnBackend member.
+_BACKENDS = {
+    "flash": "flash", "AttnBackend.flash": "flash", "fused": "fused",
+    "AttnBackend.fused": "fused", "unfused": "unfused", "AttnBackend.unfused": "unfused",
+    "auto": "auto", "AttnBackend.auto": "auto", "local": "local", "AttnBackend.local": "local",
+}  # fmt: skip
+#: The NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN values each backend sets.
+_BACKEND_ENV = {
+    "flash": [1, 0, 0], "fused": [0, 1, 0], "unfused": [0, 0, 1], "auto": [1, 1, 1],
+    "local": [0, 0, 0],
+}  # fmt: skip
+_NVTE_ATTN = ("NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN", "NVTE_UNFUSED_ATTN")
+
+
+def nvte_env_backend_conflict(ctx: Context) -> Iterator[Violation]:
+    """ATT006: NVTE_*_ATTN variables that disagree with attention_backend."""
+    raw = str(reads.value(ctx, "model.attention_backend", ""))
+    backend = _BACKENDS.get(raw)
+    written = [
+        (name, reads.field(ctx, f"env_vars.{name}"), _BACKEND_ENV[backend][i] if backend else 0)
+        for i, name in enumerate(_NVTE_ATTN)
+    ]
+    bad = [
+        f"{name}={v} (needs {e})" for name, v, e in written if v is not None and str(v) != str(e)
+    ]
+    if reads.explicit(ctx, "model.attention_backend") and backend is not None and len(bad) > 0:
+        yield _violation("model.attention_backend", backend=backend, shown=", ".join(bad))
+
+
+_NOT_FUSED = ("flash", "unfused", "AttnBackend.flash", "AttnBackend.unfused")
+
+
+def cp_fp8_attention_backend(ctx: Context) -> Iterator[Violation]:
+    """ATT019: FP8 attention under CP needs FusedAttention, unpacked data, a built-in recipe."""
+    fp8_dpa = bool(reads.value(ctx, "model.fp8_dot_product_attention", False)) or bool(
+        reads.value(ctx, "mixed_precision.fp8_dot_product_attention", False)
+    )
+    raw = str(reads.value(ctx, "model.attention_backend", ""))
+    thd = (
+        bool(reads.value(ctx, "dataset.enable_offline_packing", False))
+        or bool(reads.value(ctx, "dataset.enable_in_batch_packing", False))
+        or reads.value(ctx, "dataset.packing_buffer_size", None) is not None
+    )
+    if not (
+        reads.fact(ctx, "cp") > 1
+        and fp8_dpa
+        and bool(reads.value(ctx, "model.fp8", None))
+        and (raw in _NOT_FUSED or thd or reads.value(ctx, "model.fp8_recipe", None) == "custom")
+    ):
+        return
+    if raw in _NOT_FUSED:
+        problem = f"attention_backend {raw} is not FusedAttention"
+    elif reads.value(ctx, "model.fp8_recipe", None) == "custom":
+        problem = "the fp8 recipe is custom"
+    else:
+        problem = "packed (THD) sequences"
+    yield _violation("model.context_parallel_size", problem=problem)
+
+
+def gated_delta_net_heads(ctx: Context) -> Iterator[Violation]:
+    """ATT021: gated_delta_net linear heads must be divisible as Megatron-Core shards them."""
+    gdn = (
+        reads.value(ctx, "model.experimental_attention_variant", None) == "gated_delta_net"
+        or reads.value(ctx, "model.linear_attention_type", None) == "gated_delta_net"
+    )
+    kh = reads.value(ctx, "model.linear_num_key_heads", 16)
+    vh = reads.value(ctx, "model.linear_num_value_heads", 32)
+    tp = reads.fact(ctx, "tp")
+    cp = reads.fact(ctx, "cp")
+    par = tp * cp
+    if not (gdn and (vh % kh != 0 or kh % par != 0 or vh % par != 0)):
+        return
+    label = f"TP·CP = {tp}·{cp}" if cp > 1 else f"TP = {tp}"
+    if vh % kh != 0:
+        problem = f"linear_num_value_heads {vh} is not a multiple of linear_num_key_heads {kh}"
+    else:
+        problem = f"linear heads ({kh} key, {vh} value) are not divisible by {label}"
+    yield _violation("model.linear_num_key_heads", kh=kh, vh=vh, problem=problem)
+
+
 CHECKS: dict[str, PythonCheck] = {
     "a2a-p2p-without-sizes": PythonCheck(a2a_p2p_without_sizes, frozenset({"types", "suggest"})),
     "hierarchical-sizes-product": PythonCheck(
@@ -444,10 +420,14 @@ CHECKS: dict[str, PythonCheck] = {
     ),
     "sink-softmax-cp": PythonCheck(sink_softmax_cp, frozenset({"softmax", "cp", "problem"})),
     "nonvanilla-softmax": PythonCheck(nonvanilla_softmax, frozenset({"softmax"})),
-    "sft-cp-loss": PythonCheck(sft_cp_loss, frozenset({"dataset", "cp", "wrong"})),
-    "sft-seq-padding-multiple": PythonCheck(
-        sft_seq_padding_multiple,
-        frozenset({"dataset", "seq", "multiple", "terms", "cps", "lower", "upper"}),
-    ),
     "sequence-parallel-at-tp1": PythonCheck(sequence_parallel_at_tp1, frozenset({"tp"})),
+    "nvte-env-backend-conflict": PythonCheck(
+        nvte_env_backend_conflict, frozenset({"backend", "shown"})
+    ),
+    "cp-fp8-attention-backend": PythonCheck(
+        cp_fp8_attention_backend, frozenset({"problem"}), frozenset({"cp"})
+    ),
+    "gated-delta-net-heads": PythonCheck(
+        gated_delta_net_heads, frozenset({"kh", "vh", "problem"}), frozenset({"tp", "cp"})
+    ),
 }

@@ -1,4 +1,4 @@
-"""SCH001 / SCH005: keys Bridge does not know, by section class and framework release.
+"""The key walk behind SCH001 / SCH005 (checks in schema.py): keys Bridge does not know.
 
 Bridge applies an override file key by key and skips a key the section's object lacks
 (``training/utils/omegaconf_utils.py::_apply_overrides``: ``hasattr``, then "Key '…' in
@@ -19,25 +19,23 @@ on the release, so the walk asks :mod:`moe_lint.config.bridge_classes`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
-from moe_lint.config.suggest import closest
-from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.config.suggest import closest, home_order
 
 if TYPE_CHECKING:
     from moe_lint.config.bridge_classes import Choice, View
-    from moe_lint.engine.evaluate import Context, Violation
+    from moe_lint.engine.evaluate import Context
 
 #: Keys next to ``_target_`` that mark an object reference (dtype, function, partial, enum).
 _MARKERS = frozenset({"_call_", "_partial_", "_args_", "_name_"})
+
+
 #: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
 #: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
-_HOME_SECTIONS = {"model": 0, "train": 1, "optimizer": 2, "ddp": 3, "dist": 4, "dataset": 5}
-
-
 @dataclass
 class KeyProblem:
     path: str
@@ -45,12 +43,6 @@ class KeyProblem:
     #: SCH001 (Bridge skips it) when True; SCH005 (cannot tell) when False.
     certain: bool
     text: str
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
-    return Violation(path=path, params=params)
 
 
 def _is_object_ref(value: dict[Any, Any]) -> bool:
@@ -239,7 +231,7 @@ class _Walk:
         if "." in path:
             return None
         sections = [s for s in self._sections_with().get(key, ()) if s != path]
-        sections.sort(key=lambda s: (s not in _HOME_SECTIONS, _HOME_SECTIONS.get(s, 0), s))
+        sections.sort(key=home_order)
         return sections[0] if sections else None
 
     def _drift(self, path: str, key: str, classes: list[str], exact: bool) -> str | None:
@@ -347,23 +339,3 @@ def key_problems(ctx: Context) -> list[KeyProblem]:
     problems = _Walk(ctx).run(raw) if isinstance(raw, dict) else []
     ctx._key_problems = problems  # type: ignore[attr-defined]
     return list(problems)
-
-
-def unknown_keys(ctx: Context) -> Iterator[Violation]:
-    """Keys Bridge does not know: it skips them with only a log line, so typos are silent."""
-    for problem in key_problems(ctx):
-        if problem.certain:
-            yield _violation(problem.path, key=problem.path, hint=problem.text)
-
-
-def unchecked_keys(ctx: Context) -> Iterator[Violation]:
-    """Keys no known class has, where the class or release is outside the catalogue."""
-    for problem in key_problems(ctx):
-        if not problem.certain:
-            yield _violation(problem.path, key=problem.path, reason=problem.text)
-
-
-CHECKS: dict[str, PythonCheck] = {
-    "unknown-keys": PythonCheck(unknown_keys, frozenset({"key", "hint"})),
-    "unchecked-keys": PythonCheck(unchecked_keys, frozenset({"key", "reason"})),
-}

@@ -716,62 +716,7 @@ def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
     )
 
 
-# --------------------------------------------------------------------------- batches
-
-
-def eval_batch(ctx: Context) -> Iterator[Violation]:
-    """Bridge's check of the evaluation batch against eval MBS × eval DP."""
-    cfg = ctx.config
-    gbs, mbs = _int(_fact(ctx, "gbs")), _int(_fact(ctx, "mbs"))
-    world, tp, pp, cp = (_int(_fact(ctx, n)) for n in ("world", "tp", "pp", "cp"))
-    if not world or not tp or not pp or not cp:
-        return
-    eval_gbs_set = _int(cfg.get("validation.eval_global_batch_size"))
-    eval_mbs_set = _int(cfg.get("validation.eval_micro_batch_size"))
-    eval_gbs = eval_gbs_set if eval_gbs_set is not None else gbs
-    eval_mbs = eval_mbs_set if eval_mbs_set is not None else mbs
-    eval_cp = _int(cfg.get("dist.eval_context_parallel_size")) or cp
-    if not eval_gbs or not eval_mbs or world % (tp * pp * eval_cp):
-        return
-    eval_dp = world // (tp * pp * eval_cp)
-    unit = eval_mbs * eval_dp
-    if eval_gbs % unit == 0:
-        return
-    decrease = bool(cfg.get("train.decrease_batch_size_if_needed"))
-    # With every eval value defaulted this is BAT001's condition; report it here only when an
-    # eval value differs or decrease_batch_size_if_needed keeps BAT001 quiet.
-    if eval_gbs_set is None and eval_mbs_set is None and eval_cp == cp and not decrease:
-        return
-    if eval_gbs_set is None:
-        path = "train.global_batch_size"
-        note = " (train.global_batch_size, copied before decrease_batch_size_if_needed rounds it)"
-    else:
-        path, note = "validation.eval_global_batch_size", ""
-    below, above = max(unit, eval_gbs // unit * unit), (eval_gbs // unit + 1) * unit
-    cp_note = f" with eval CP {eval_cp}" if eval_cp != cp else ""
-    yield _violation(
-        path,
-        derivation=(
-            f"eval DP = {world} / (TP{tp}·PP{pp}·CP{eval_cp}) = {eval_dp}"
-            + ("" if eval_cp == cp else " (dist.eval_context_parallel_size)")
-        ),
-        eval_gbs=eval_gbs,
-        gbs_note=note,
-        eval_mbs=eval_mbs,
-        eval_dp=eval_dp,
-        eval_unit=unit,
-        cp_note=cp_note,
-        nearest=" or ".join(str(v) for v in sorted({below, above})),
-    )
-
-
 CHECKS: dict[str, PythonCheck] = {
-    "eval-batch": PythonCheck(
-        eval_batch,
-        frozenset(
-            {"eval_gbs", "gbs_note", "eval_mbs", "eval_dp", "eval_unit", "cp_note", "nearest"}
-        ),
-    ),
     "pipeline-split": PythonCheck(pipeline_split, frozenset({"problem", "suggestion"})),
     "pipeline-split-needs-layout": PythonCheck(
         pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})

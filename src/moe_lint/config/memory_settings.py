@@ -1,0 +1,95 @@
+"""The memory model's knobs (``[tool.moe-lint.memory]``, ``--memory``): parsed and checked once.
+
+Settings are config: pyproject, the command line and the memory model all read the same
+parsed :class:`MemorySettings`, and ``config.settings`` validates a pyproject table with the
+same function the memory facts use, so a bad value is one usage error wherever it is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from moe_lint.bounds import bounded_repr
+from moe_lint.errors import UsageError
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """Knobs for what a static model cannot know; defaults and reasons in docs/memory-model.md.
+
+    routing_imbalance: ρ, tokens received by the busiest EP rank over the balanced share. 1.3 is
+        docs/domain/02 §6.5's suggestion for trained routers; cold starts are worse. A capacity
+        factor caps it (padding to capacity pins it), and EP=1 makes it 1.
+    fragmentation: reserved-minus-allocated margin as a fraction of the allocated peak
+        (PyTorch caching allocator, typically 5-15%).
+    cuda_context_gib: CUDA context, kernel images and library handles (outside the allocator).
+    nccl_gib: NCCL communicator buffers for the TP/CP/DP/EP/PP groups (outside the allocator).
+    deepep_buffer_gib: DeepEP normal-mode NVL/RDMA buffers (flex dispatcher, DeepEP backend).
+    hybridep_buffer_factor: HybridEP buffers as this many copies of group × local tokens × h × 2.
+    cuda_graph_static_copies: copies of each captured module's static inputs and outputs.
+    backward_workspace_layers: layers' worth of activations alive as gradients and recomputed
+        tensors while one layer runs backward.
+    flash_attention: fused/flash attention (no s² score tensors) — TE picks it for bf16.
+    headroom_gib: memory to keep free on top of everything (other processes, safety).
+    """
+
+    routing_imbalance: float = 1.3
+    fragmentation: float = 0.08
+    cuda_context_gib: float = 0.75
+    nccl_gib: float = 1.0
+    deepep_buffer_gib: float = 1.0
+    hybridep_buffer_factor: float = 2.0
+    cuda_graph_static_copies: float = 1.0
+    backward_workspace_layers: float = 1.0
+    flash_attention: bool = True
+    headroom_gib: float = 0.0
+
+
+#: Lint-side settings. warn-headroom: warn when the peak is within this fraction of usable
+#: memory. error-margin: report an error only when the peak exceeds usable memory by more than
+#: the model's uncertainty (it over-predicts the measured runs by +0.5 to +4.4%, and its
+#: long-context terms have no published measurement to check them; docs/memory-validation.md).
+DEFAULT_WARN_FRACTION = 0.05
+DEFAULT_ERROR_MARGIN = 0.10
+
+
+def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]:
+    """Validate ``[tool.moe-lint.memory]`` / ``--memory`` values.
+
+    Returns (MemorySettings, warn fraction, error margin).
+    """
+    known = {f.name: f.type for f in fields(MemorySettings)}
+    values: dict[str, Any] = {}
+    warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
+    for key, value in raw.items():
+        name = key.replace("-", "_")
+        if name == "warn_headroom":
+            warn = _number(value, key, where)
+            continue
+        if name == "error_margin":
+            margin = _number(value, key, where)
+            continue
+        if name not in known:
+            names = ", ".join(sorted(known))
+            raise UsageError(
+                f"{where}: unknown memory setting {bounded_repr(key)} (known: warn-headroom, "
+                f"error-margin, {names})"
+            )
+        if name == "flash_attention":
+            values[name] = str(value).lower() in ("1", "true", "yes")
+        else:
+            values[name] = _number(value, key, where)
+    return MemorySettings(**values), warn, margin
+
+
+def _number(value: Any, key: str, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"{where}: memory setting {key} must be a number, got {bounded_repr(value)}"
+        ) from None
+    if number < 0:
+        raise UsageError(f"{where}: memory setting {key} must not be negative")
+    return number
