@@ -245,3 +245,23 @@ def test_code_frame_caret_under_escaped_text() -> None:
     start = code_line.index("\\u202e")
     assert caret_line.index("^") == start
     assert caret_line.rstrip().endswith("^" * len("\\u202ex\\u2066"))
+
+
+def test_a_baseline_entry_of_pp002_still_covers_the_codes_split_from_it(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """A baseline written before issue 11 recorded PP016/PP017's findings as PP002."""
+    cfg = workdir / "uneven.yaml"
+    cfg.write_text(
+        "model:\n  pipeline_model_parallel_size: 8\n  num_layers_in_first_pipeline_stage: 0\n"
+    )
+    code, out, _ = run(capsys, str(cfg), "--select", "PP", "--format", "json")
+    (finding,) = json.loads(out)
+    assert code == 1 and finding["code"] == "PP016"
+    entry = {"code": "PP002", "file": "uneven.yaml", "path": finding["path"], "count": 1}
+    (workdir / "old.json").write_text(json.dumps({"moe-lint-baseline": 1, "findings": [entry]}))
+    code, out, err = run(capsys, str(cfg), "--select", "PP", "--baseline", "old.json")
+    assert code == 0 and "stale" not in err
+    entry["code"] = "PP003"  # an unrelated code does not cover it
+    (workdir / "other.json").write_text(json.dumps({"moe-lint-baseline": 1, "findings": [entry]}))
+    assert run(capsys, str(cfg), "--select", "PP", "--baseline", "other.json")[0] == 1

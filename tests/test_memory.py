@@ -648,7 +648,9 @@ def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
     mib = spec["memory"].get("cuda_total_mib") or spec["memory"]["nvidia_smi_total_mib"]
     est = estimate(memory.values_from_config(cfg), f, capacity_gib=mib / 1024)
     assert est.fits, (est.worst.stage, est.worst.total_gib, est.usable_gib)
-    assert not any("differ from the derived stage_layers" in a for a in est.assumptions)
+    placed = derived.values["placement"].value
+    assert placed.error is None, placed.error  # Megatron-Core builds NVIDIA's own splits
+    assert not any("spread unevenly" in a for a in est.assumptions)
 
 
 @pytest.mark.parametrize("model", ["qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b", "gpt-oss-20b"])

@@ -49,3 +49,16 @@ def test_unknown_code(catalogue: Catalogue) -> None:
     result = run_lint(catalogue, text, ["CP001", "SUP001", "SUP002"])
     assert sorted(codes(result.findings)) == ["CP001", "SUP002"]
     assert "did you mean CP001?" in next(f for f in result.findings if f.code == "SUP002").message
+
+
+def test_a_split_code_is_still_covered_by_the_code_it_was_split_from(catalogue: Catalogue) -> None:
+    """PP016/PP017 were part of PP002 (uneven-pipeline-split-invalid) before issue 11."""
+    bad = "model:\n  pipeline_model_parallel_size: 8\n  num_layers_in_first_pipeline_stage: 0{c}\n"
+    select = ["PP002", "PP016", "SUP001", "SUP002"]
+    assert codes(run_lint(catalogue, bad.format(c=""), select).findings) == ["PP016"]
+    for name in ("PP002", "uneven-pipeline-split-invalid", "PP016"):
+        text = bad.format(c=f"  # moe-lint: disable={name}")
+        assert codes(run_lint(catalogue, text, select).findings) == [], name
+    # The older code does not cover the codes it was not split into.
+    other = "model:\n  context_parallel_size: 24  # moe-lint: disable=PP002\n"
+    assert codes(run_lint(catalogue, other, ["CP001", "SUP001"]).findings) == ["CP001", "SUP001"]

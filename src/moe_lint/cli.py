@@ -426,9 +426,9 @@ def _cmd_estimate(argv: list[str]) -> int:
             )
             status = EXIT_USAGE
             continue
-        from moe_lint.analysis.memory_facts import config_values
+        from moe_lint.analysis.memory_facts import config_values, model_inputs
 
-        plain = {name: fact.value for name, fact in facts.values.items()}
+        plain = model_inputs({name: fact.value for name, fact in facts.values.items()})
         found = levers(config_values(cfg), plain, mem, est.capacity_gib)
         gpu = file_settings.gpu
         payload.append(memreport.to_json(path, est, found, gpu))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from moe_lint.analysis.placement import place
 from moe_lint.config.normalize import Config
 
 if TYPE_CHECKING:
@@ -305,84 +306,48 @@ def _derive_tokens(f: Facts, sizes: dict[str, int]) -> None:
         f.miss("tokens_per_rank", "needs seq, MBS, TP and CP")
 
 
-def _derive_pipeline(f: Facts, cfg: Config) -> None:
-    """Layout string and per-rank transformer layers, or why the split fails."""
-    from moe_lint.analysis.pp_layout import LayoutError, even_split, layout_problems, parse_layout
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+
+def _derive_pipeline(f: Facts, cfg: Config) -> None:
+    """The pipeline placement (analysis/placement.py) and the facts rules read from it."""
     v = cfg.values
-    layout_text = v.get("model.pipeline_model_parallel_layout")
-    num_layers = v.get("model.num_layers") if "model.num_layers" not in cfg.unknown else None
-    mtp = v.get("model.mtp_num_layers") if "model.mtp_num_layers" not in cfg.unknown else None
-    pp = v.get("model.pipeline_model_parallel_size", 1)
-    vpp = v.get("model.virtual_pipeline_model_parallel_size")
-    if isinstance(layout_text, str):
-        try:
-            layout = parse_layout(layout_text)
-        except LayoutError as exc:
-            f.put("layout_error", str(exc), f"layout {layout_text!r}: {exc}")
-            f.miss("layout_stages", str(exc))
-        else:
-            f.put("layout_error", None, f"layout {layout_text!r} parses")
-            f.put(
-                "layout_stages",
-                layout.num_stages,
-                f"layout {layout_text!r}: {layout.num_stages} virtual stages",
-            )
-            f.put("layout_layers", layout.count("t"), f"layout has {layout.count('t')} 't' layers")
-            f.put("layout_mtp", layout.count("m"), f"layout has {layout.count('m')} 'm' layers")
-            f.put(
-                "layout_problems",
-                layout_problems(layout, num_layers, mtp),
-                "PipelineParallelLayerLayout.validate_layer_layout",
-            )
-            if pp and layout.num_stages % pp == 0:
-                per_rank = [0] * pp
-                for i, count in enumerate(layout.per_stage("t")):
-                    per_rank[i % pp] += count
-                f.put("stage_layers", per_rank, f"transformer layers per PP rank: {per_rank}")
-            return
-    else:
+
+    def count(dotted: str) -> int | None:
+        return None if dotted in cfg.unknown else _int(v.get(dotted))
+
+    num_layers = count("model.num_layers")
+    pp = _int(v.get("model.pipeline_model_parallel_size", 1))
+    if pp is None or pp < 1:
+        for name in ("placement", "layout_stages"):
+            f.miss(name, "model.pipeline_model_parallel_size is not usable")
+        f.put("layout_error", None, "PP is not usable")
+        return
+    raw_layout = v.get("model.pipeline_model_parallel_layout")
+    if "model.pipeline_model_parallel_layout" in cfg.unknown:
+        raw_layout = None
+    placed = place(
+        num_layers=num_layers,
+        mtp=count("model.mtp_num_layers") or 0,
+        pp=pp,
+        vpp=_int(v.get("model.virtual_pipeline_model_parallel_size")),
+        first=_int(cfg.get("model.num_layers_in_first_pipeline_stage")),
+        last=_int(cfg.get("model.num_layers_in_last_pipeline_stage")),
+        emb=bool(v.get("model.account_for_embedding_in_pipeline_split")),
+        loss=bool(v.get("model.account_for_loss_in_pipeline_split")),
+        layout=raw_layout,
+    )
+    per_rank = placed.rank_layers()
+    f.put("placement", placed, f"{placed.method} split: transformer layers per PP rank {per_rank}")
+    info = placed.layout
+    if info is None:
         f.put("layout_error", None, "no pipeline_model_parallel_layout")
         f.miss("layout_stages", "no pipeline_model_parallel_layout")
-    if num_layers is None:
-        f.miss("stage_layers", "model.num_layers is not set (the recipe decides)")
-        f.miss("stage_split_error", "model.num_layers is not set (the recipe decides)")
-        return
-    first = v.get("model.num_layers_in_first_pipeline_stage")
-    last = v.get("model.num_layers_in_last_pipeline_stage")
-    if first is not None or last is not None:
-        middle_stages = pp - (first is not None) - (last is not None)
-        rest = num_layers - (first or 0) - (last or 0)
-        if (
-            rest < 0
-            or (middle_stages <= 0 and rest)
-            or (middle_stages > 0 and rest % middle_stages)
-        ):
-            f.put(
-                "stage_split_error",
-                f"{rest} layers left for {middle_stages} middle stages",
-                "uneven split",
-            )
-            f.miss("stage_layers", "uneven split does not divide")
-            return
-        per = rest // middle_stages if middle_stages > 0 else 0
-        counts = (
-            ([first] if first is not None else [])
-            + [per] * middle_stages
-            + ([last] if last is not None else [])
-        )
-        f.put("stage_split_error", None, "uneven split divides")
-        f.put("stage_layers", counts, f"transformer layers per PP rank: {counts}")
-        return
-    even, error = even_split(
-        int(num_layers),
-        int(pp),
-        vpp,
-        bool(v.get("model.account_for_embedding_in_pipeline_split")),
-        bool(v.get("model.account_for_loss_in_pipeline_split")),
-    )
-    f.put("stage_split_error", error, error or "even split divides")
-    if even is not None:
-        f.put("stage_layers", even, f"transformer layers per PP rank: {even}")
+    elif info.stages is None:
+        f.put("layout_error", info.error, f"layout {raw_layout!r}: {info.error}")
+        f.miss("layout_stages", str(info.error))
     else:
-        f.miss("stage_layers", error or "split fails")
+        stages = info.stages
+        f.put("layout_error", None, f"layout {raw_layout!r} parses")
+        f.put("layout_stages", len(stages), f"layout {raw_layout!r}: {len(stages)} virtual stages")

@@ -20,7 +20,6 @@ assumptions made where the config was silent. Only the standard library is used.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,6 +33,7 @@ from moe_lint.analysis.params import (
     mtp_extra_params,
     mtp_layer_params,
 )
+from moe_lint.analysis.placement import Placement, place
 from moe_lint.config.memory_settings import MemorySettings
 
 GIB = float(2**30)
@@ -183,61 +183,34 @@ class _Ctx:
         return self.tokens / self.tp if self.sp else self.tokens
 
 
-def _int_fact(facts: Mapping[str, Any], v: _Values, name: str, *keys: str, default: int) -> int:
-    """A derived size from facts, else the config field, else Megatron's default."""
-    value = facts.get(name)
-    if value is None:
-        value = v.get(*keys, default=default)
-    return int(value)
+#: The sizes and batch shape the model reads from the derived facts
+#: (analysis/memory_facts.py:model_inputs fills the ones derive could not compute).
+INPUTS = ("tp", "pp", "cp", "ep", "etp", "world", "dp", "edp", "sp", "vpp", "seq", "mbs",
+          "microbatches")  # fmt: skip
 
 
 def _context(values: Mapping[str, Any], facts: Mapping[str, Any], s: MemorySettings) -> _Ctx:
-    """Resolve parallel sizes and batch shape from facts (preferred) and values."""
+    """Parallel sizes and batch shape from the facts (the model derives none of them)."""
     v = _Values(values)
     try:
         arch = Arch.from_mapping(values)
     except (KeyError, ValueError) as exc:
         raise MemoryInputError(str(exc).strip("'\"")) from None
-    tp = _int_fact(facts, v, "tp", "model.tensor_model_parallel_size", default=1)
-    pp = _int_fact(facts, v, "pp", "model.pipeline_model_parallel_size", default=1)
-    cp = _int_fact(facts, v, "cp", "model.context_parallel_size", default=1)
-    ep = _int_fact(facts, v, "ep", "model.expert_model_parallel_size", default=1)
-    etp_default = 1 if ep > 1 else tp  # Bridge: ETP = 1 when EP > 1, else Megatron's ETP = TP
-    etp = _int_fact(facts, v, "etp", "model.expert_tensor_parallel_size", default=etp_default)
-    world = int(facts.get("world") or pp * math.lcm(tp * cp, etp * ep))
-    dp = int(facts.get("dp") or max(1, world // (tp * pp * cp)))
-    edp = int(facts.get("edp") or max(1, world // (etp * ep * pp)))
-    sp = facts.get("sp")
-    if sp is None:
-        sp = bool(v.get("model.sequence_parallel", default=tp > 1))
-    vpp = int(facts.get("vpp") or v.get("model.virtual_pipeline_model_parallel_size") or 1)
-    seq, mbs, m, notes = _batch(facts, v, dp, pp * vpp)
-    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(sp and tp > 1), seq, mbs, m,
+    if facts.get("seq") is None:
+        raise MemoryInputError("the sequence length (model.seq_length) is needed")
+    missing = [name for name in INPUTS if name not in facts or (
+        facts[name] is None and name != "vpp")]  # fmt: skip
+    if missing:
+        raise MemoryInputError(f"the derived sizes are missing: {', '.join(missing)}")
+    tp, pp, cp, ep, etp, world, dp, edp = (int(facts[n]) for n in (
+        "tp", "pp", "cp", "ep", "etp", "world", "dp", "edp"))  # fmt: skip
+    vpp = int(facts["vpp"] or 1)
+    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(facts["sp"] and tp > 1),
+               int(facts["seq"]), int(facts["mbs"]), int(facts["microbatches"]),
                world)  # fmt: skip
-    for text in (*notes, *arch.assumed):
+    for text in (*facts.get("assumed", ()), *arch.assumed):
         ctx.note(text)
     return ctx
-
-
-def _batch(
-    facts: Mapping[str, Any], v: _Values, dp: int, fill: int
-) -> tuple[int, int, int, list[str]]:
-    """Sequence length, micro-batch size and micro-batches per step (with what was assumed)."""
-    seq = facts.get("seq") or v.get("model.seq_length", "dataset.seq_length")
-    if seq is None:
-        raise MemoryInputError("the sequence length (model.seq_length) is needed")
-    notes: list[str] = []
-    mbs = facts.get("mbs") or v.get("train.micro_batch_size")
-    if mbs is None:
-        mbs = 1
-        notes.append("micro_batch_size unknown -> 1")
-    m = facts.get("microbatches")
-    if m is None:
-        gbs = facts.get("gbs") or v.get("train.global_batch_size")
-        m = max(1, int(gbs) // (int(mbs) * dp)) if gbs else fill
-        if not gbs:
-            notes.append(f"global batch size unknown -> {m} micro-batches (enough to fill PP)")
-    return int(seq), int(mbs), int(m), notes
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,101 +233,61 @@ class _Stage:
         return [i for chunk in self.chunks for i in chunk]
 
 
-def _virtual_counts(ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
-    """Transformer layers and E/L/m markers per virtual stage (stage s = chunk·PP + rank)."""
-    layout = ctx.v.get("model.pipeline_model_parallel_layout")
-    if layout:
-        return _layout_counts(layout, ctx)
-    n, pp, vpp = ctx.arch.num_layers, ctx.pp, ctx.vpp
-    stages = pp * vpp
-    marks: list[set[str]] = [set() for _ in range(stages)]
-    marks[0].add("E")
-    marks[-1].update({"L"} | ({"m"} if ctx.arch.mtp_num_layers else set()))
-    first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
-    last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
-    if first is not None or last is not None:
-        return _uneven_counts(ctx, first, last), marks
-    emb = ctx.v.flag("model.account_for_embedding_in_pipeline_split")
-    loss = ctx.v.flag("model.account_for_loss_in_pipeline_split")
-    total = n + int(emb) + int(loss)
-    base, extra = divmod(total, stages)
-    if extra:
-        ctx.note(f"{n} layers do not split evenly over {stages} virtual stages; spread unevenly")
-    counts = [base + (1 if i < extra else 0) for i in range(stages)]
-    counts[0] -= int(emb)
-    counts[-1] -= int(loss)
-    return counts, marks
+def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
+    """The ``placement`` fact derive computed (analysis/placement.py); a caller that passes
+    plain sizes (tests, tools/memory_report.py) gets the same placement from the values."""
+    placed = facts.get("placement")
+    if isinstance(placed, Placement):
+        return placed
+    v = ctx.v
+    first = v.get("model.num_layers_in_first_pipeline_stage")
+    last = v.get("model.num_layers_in_last_pipeline_stage")
+    return place(
+        num_layers=ctx.arch.num_layers,
+        mtp=ctx.arch.mtp_num_layers,
+        pp=ctx.pp,
+        vpp=ctx.vpp,
+        first=None if first is None else int(first),
+        last=None if last is None else int(last),
+        emb=v.flag("model.account_for_embedding_in_pipeline_split"),
+        loss=v.flag("model.account_for_loss_in_pipeline_split"),
+        layout=v.get("model.pipeline_model_parallel_layout") or None,
+    )
 
 
-def _uneven_counts(ctx: _Ctx, first: Any, last: Any) -> list[int]:
-    """num_layers_in_first/last_pipeline_stage: the middle ranks share the rest evenly."""
-    pp, vpp = ctx.pp, ctx.vpp
-    per_rank = [0] * pp
-    middle = [r for r in range(pp) if not (r == 0 and first is not None)
-              and not (r == pp - 1 and last is not None)]  # fmt: skip
-    rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
-    if rest < 0 or (rest and not middle):
-        raise MemoryInputError(f"first/last stage layers leave {rest} for {len(middle)} ranks")
-    if first is not None:
-        per_rank[0] = int(first)
-    if last is not None:
-        per_rank[-1] = int(last)
-    for j, r in enumerate(middle):
-        per_rank[r] = rest // len(middle) + (1 if j < rest % len(middle) else 0)
-    counts = [0] * (pp * vpp)
-    for r, total in enumerate(per_rank):
-        for c in range(vpp):
-            counts[c * pp + r] = total // vpp + (1 if c < total % vpp else 0)
-    return counts
-
-
-def _layout_counts(layout: Any, ctx: _Ctx) -> tuple[list[int], list[set[str]]]:
-    """``pipeline_model_parallel_layout`` as a string (``Et|(tt|)*30mL``) or a list of lists."""
-    if isinstance(layout, str):
-        from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-
-        try:
-            stages = list(parse_layout(layout).stages)
-        except LayoutError as exc:
-            raise MemoryInputError(f"pipeline_model_parallel_layout: {exc}") from None
-    else:
-        names = {"embedding": "E", "decoder": "t", "loss": "L", "mtp": "m"}
-        stages = ["".join(names.get(str(x), "?") for x in chunk) for chunk in layout]
-    if len(stages) != ctx.pp * ctx.vpp:
-        ctx.vpp = max(1, len(stages) // ctx.pp)
-        ctx.note(f"VPP taken from the layout: {len(stages)} stages / PP {ctx.pp} = {ctx.vpp}")
-    counts = [stage.count("t") for stage in stages]
-    marks = [{c for c in stage if c in "ELm"} for stage in stages]
-    return counts, marks
-
-
-def _check_stage_layers(ctx: _Ctx, stages: list[_Stage], facts: Mapping[str, Any]) -> None:
-    """Note when derive's per-rank layer counts disagree with this placement."""
-    expected = facts.get("stage_layers")
-    got = [len(s.layers) for s in stages]
-    if isinstance(expected, list | tuple) and list(expected) != got:
-        ctx.note(f"layers per rank {got} differ from the derived stage_layers {list(expected)}")
-
-
-def _placement(ctx: _Ctx) -> list[_Stage]:
-    """Assign layer indices to ranks in virtual-stage order; embedding, head and MTP too."""
-    counts, marks = _virtual_counts(ctx)
-    if sum(counts) != ctx.arch.num_layers:
+def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage]:
+    """Layer indices per rank and virtual chunk; embedding, head and MTP, from the placement."""
+    placed = _split(ctx, facts or {})
+    if not placed.stages:
+        if placed.method == "uneven":
+            first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
+            last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
+            rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
+            middle = ctx.pp - (first is not None) - (last is not None)
+            raise MemoryInputError(f"first/last stage layers leave {rest} for {middle} ranks")
+        reason = placed.error.problem if placed.error else "the split places no stage"
+        raise MemoryInputError(f"pipeline_model_parallel_layout: {reason}")
+    if placed.method == "layout" and placed.vpp != ctx.vpp:
+        ctx.vpp = placed.vpp
+        ctx.note(
+            f"VPP taken from the layout: {len(placed.stages)} stages / PP {ctx.pp} = {ctx.vpp}"
+        )
+    for text in placed.notes:
+        ctx.note(text)
+    placed_layers = sum(len(s.layers) for s in placed.stages)
+    if placed_layers != ctx.arch.num_layers:
         raise MemoryInputError(
-            f"the pipeline split places {sum(counts)} layers but the model has "
+            f"the pipeline split places {placed_layers} layers but the model has "
             f"{ctx.arch.num_layers}"
         )
-    stages = [_Stage(r, [[] for _ in range(ctx.vpp)]) for r in range(ctx.pp)]
-    next_layer = 0
-    for s, count in enumerate(counts):
-        chunk, rank = divmod(s, ctx.pp)
-        stage = stages[rank]
-        stage.chunks[chunk] = list(range(next_layer, next_layer + count))
-        next_layer += count
-        stage.embedding |= "E" in marks[s]
-        stage.head |= "L" in marks[s]
-        if "m" in marks[s]:
-            stage.mtp = ctx.arch.mtp_num_layers
+    stages = [_Stage(r, [[] for _ in range(placed.vpp)]) for r in range(ctx.pp)]
+    for vs in placed.stages:
+        stage = stages[vs.rank]
+        stage.chunks[vs.chunk] = list(vs.layers)
+        stage.embedding |= vs.embedding
+        stage.head |= vs.head
+        if vs.mtp:
+            stage.mtp = vs.mtp
     return stages
 
 
@@ -1081,15 +1014,11 @@ _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "d
 def values_from_config(cfg: Any) -> dict[str, Any]:
     """Dotted values for :func:`estimate` from a normalized ``moe_lint.config.normalize.Config``.
 
-    ``Config.values`` only holds the fields the rules type, so architecture fields such as
-    ``q_lora_rank`` come from the preset and the file's raw sections underneath it
-    (preset < file < normalized values). Duck-typed to keep this module free of pydantic.
+    The file's raw sections, under the normalized values (which hold the model preset
+    ``normalize`` applied, typed fields and untyped architecture fields such as
+    ``q_lora_rank`` alike). Duck-typed to keep this module free of pydantic.
     """
     out: dict[str, Any] = {}
-    if getattr(cfg, "preset", None):
-        from moe_lint.config.settings import preset_fields
-
-        out.update({f"model.{k}": v for k, v in preset_fields(cfg.preset).items()})
     # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
     refused = {p.path for p in getattr(cfg, "type_problems", ())}
     for section in _SECTIONS:
@@ -1113,15 +1042,15 @@ def estimate(
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
     ``values`` are effective dotted config values (``model.*``, ``train.*``, ``optimizer.*``,
-    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (tp, pp, cp, ep, etp, dp, edp,
-    vpp, sp, seq, mbs, microbatches, world). Raises :class:`MemoryInputError` when the model
-    dimensions or the sequence length are missing.
+    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (:data:`INPUTS`, as
+    memory_facts.model_inputs gives them) and optionally derive's ``placement``. Raises
+    :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
+    missing.
     """
     ctx = _context(values, facts, settings or MemorySettings())
     params = count_params(ctx.arch, ctx.tp).layers
     b = _state_bytes(ctx)
-    placement = _placement(ctx)
-    _check_stage_layers(ctx, placement, facts)
+    placement = _placement(ctx, facts)
     stages = tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
     worst = max(stages, key=lambda s: s.total_gib)
     usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib
@@ -1192,7 +1121,7 @@ def _parallel_changes(ctx: _Ctx) -> list[_Change]:
     if ctx.seq % (4 * ctx.cp) == 0:
         new_world = world * 2
         facts = {"cp": ctx.cp * 2, "world": new_world,
-                 "edp": new_world // (ctx.etp * ctx.ep * ctx.pp)}  # fmt: skip
+                 "edp": max(1, new_world // (ctx.etp * ctx.ep * ctx.pp))}  # fmt: skip
         out.append(
             (
                 "CP ×2",

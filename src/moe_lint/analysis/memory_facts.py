@@ -1,9 +1,12 @@
-"""Memory facts for the rules, computed lazily from the memory model (memory.py).
+"""The one bridge from derived facts to the memory model (memory.py), and back.
 
-The estimate (and the levers, which re-run it for each candidate change) only runs when a rule
-reads one of these facts, so files without an architecture or a GPU type pay nothing. When the
-model cannot be built (no preset, no sequence length, no --gpu), the facts are missing and the
-memory rules skip.
+It builds the model's inputs: :func:`config_values` (the config values, with the recipe
+settings an override file leaves out) and :func:`model_inputs` (derive's sizes, batch shape and
+pipeline placement, with the assumption the estimate makes where derive could not compute
+one). It turns the estimate into facts for the rules, lazily: the estimate (and the levers,
+which re-run it for each candidate change) only runs when a rule reads one of these facts, so
+files without an architecture or a GPU type pay nothing. When the model cannot be built (no
+preset, no sequence length, no --gpu), the facts are missing and the memory rules skip.
 """
 
 from __future__ import annotations
@@ -30,6 +33,46 @@ MEMORY_FACTS = registry.computed_by("memory_facts")
 
 def _plain(facts: Facts) -> dict[str, Any]:
     return {name: fact.value for name, fact in facts.values.items()}
+
+
+def model_inputs(plain: dict[str, Any]) -> dict[str, Any]:
+    """The derived facts as the memory model reads them (memory.INPUTS), with the assumption
+    the estimate makes where derive could not compute one, listed under ``assumed``.
+
+    derive leaves DP / EDP out when the world does not divide, and MBS / microbatches when the
+    file leaves the batch to the recipe; the estimate still runs: DP = EDP = 1 at least, MBS 1,
+    GBS // (MBS·DP) microbatches, or PP·VPP (enough to fill the pipeline) without a GBS.
+    The parallel sizes, the world and the sequence length are never assumed
+    (:func:`_missing_inputs` skips the memory facts without them).
+    """
+    out = dict(plain)
+    if any(out.get(n) is None for n in ("tp", "pp", "cp", "ep", "etp", "world")):
+        return out  # memory.estimate names what is missing
+    tp, pp, cp, ep, etp, world = (int(out[n]) for n in ("tp", "pp", "cp", "ep", "etp", "world"))
+    notes: list[str] = []
+    if not out.get("dp"):
+        out["dp"] = max(1, world // (tp * pp * cp))
+    if not out.get("edp"):
+        out["edp"] = max(1, world // (etp * ep * pp))
+    if out.get("sp") is None:
+        out["sp"] = tp > 1  # what derive assumes for the token counts too
+    out.setdefault("vpp", None)
+    if not out.get("mbs"):
+        out["mbs"] = 1
+        notes.append("micro_batch_size unknown -> 1")
+    if out.get("microbatches") is None:
+        gbs = out.get("gbs")
+        fill = pp * int(out["vpp"] or 1)
+        out["microbatches"] = (
+            max(1, int(gbs) // (int(out["mbs"]) * int(out["dp"]))) if gbs else fill
+        )
+        if not gbs:
+            notes.append(
+                f"global batch size unknown -> {out['microbatches']} micro-batches "
+                "(enough to fill PP)"
+            )
+    out["assumed"] = tuple(notes)
+    return out
 
 
 class _Memory:
@@ -133,7 +176,7 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
 
     _refuse_type_problems(cfg)
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
-    return estimate(config_values(cfg), _plain(facts), settings, capacity)
+    return estimate(config_values(cfg), model_inputs(_plain(facts)), settings, capacity)
 
 
 def _refuse_type_problems(cfg: Config) -> None:
@@ -168,6 +211,9 @@ def _missing_inputs(facts: Facts, cfg: Config) -> str | None:
         return "no --gpu given: GPU memory unknown"
     if "seq" not in facts.values:
         return "the sequence length is not set"
+    for name in ("tp", "pp", "cp", "ep", "etp", "world"):
+        if name not in facts.values:
+            return f"{name} could not be derived ({facts.missing.get(name, 'unknown')})"
     for dotted in ("model.num_layers", "model.hidden_size"):
         if dotted in cfg.unknown or cfg.get(dotted) is None:
             return f"{dotted} is not set (pass --model)"
@@ -182,7 +228,7 @@ def _load(
 
     try:
         values = config_values(cfg)
-        plain = _plain(facts)
+        plain = model_inputs(_plain(facts))
         capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
         est = estimate(values, plain, settings, capacity)
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
@@ -228,10 +274,13 @@ def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> N
 def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
     from moe_lint.analysis.memory import MemoryInputError, estimate
 
-    if plain.get("edp") != 1 or (plain.get("ep") or 1) <= 1 or "world" not in plain:
+    derived = _plain(facts)
+    if derived.get("edp") != 1 or (derived.get("ep") or 1) <= 1 or "world" not in derived:
         facts.miss("edp2_saving_gib", "EDP is not 1")
         return
-    doubled = {**plain, "edp": 2, "world": 2 * plain["world"], "dp": 2 * (plain.get("dp") or 1)}
+    doubled = model_inputs(
+        {**derived, "edp": 2, "world": 2 * derived["world"], "dp": 2 * (derived.get("dp") or 1)}
+    )
     try:
         trial = estimate(values, doubled, settings, est.capacity_gib)
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):

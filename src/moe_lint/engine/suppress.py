@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from moe_lint.config.load import Document
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.evaluate import Context, Evaluator, run_rule
-from moe_lint.engine.findings import Finding
+from moe_lint.engine.findings import SPLIT_FROM, Finding, split_parents
 
 #: The checks that report on the suppression comments themselves (SUP rules): they need to
 #: know which comments covered a finding, so this stage runs them, not the rules stage.
@@ -164,7 +164,9 @@ def apply_suppressions(
             start, end = -1, 1 << 62
         else:
             start, end = sup.target_line, ends[sup.target_line]
-        for code in {names.get(c, c) for c in sup.codes} & wanted:
+        named = {names.get(c, c) for c in sup.codes}
+        covered = named.union(*(SPLIT_FROM.get(c, ()) for c in named))
+        for code in covered & wanted:
             by_code.setdefault(code, []).append((start, end, index))
     hits: list[int | None] = [None] * len(findings)
     for code, ranges in by_code.items():
@@ -185,5 +187,7 @@ def apply_suppressions(
         if hit is None:
             kept.append(finding)
         else:
-            suppressions[hit].used.add(finding.code)
+            used = suppressions[hit].used
+            used.add(finding.code)
+            used.update(split_parents(finding.code))
     return kept

@@ -18,16 +18,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.config.fields import UNKNOWN
+from moe_lint.analysis import placement
+from moe_lint.analysis.placement import UNKNOWN_COUNT, LayoutInfo, layout_problems
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.expr import SectionView
+from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context, Violation
 
-#: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
-_LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
-_UNKNOWN = UNKNOWN  # the one marker (config/fields.py)
+_UNKNOWN = UNKNOWN_COUNT
 
 
 def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:
@@ -74,47 +75,11 @@ def _pp_is_real(cfg: Config) -> bool:
 # --------------------------------------------------------------------------- layouts
 
 
-@dataclass(frozen=True)
-class LayoutInfo:
-    """A layout as one string of E/t/m/L symbols per virtual stage, or why it is unusable."""
-
-    stages: tuple[str, ...] | None
-    error: str | None
-    form: str  # "string" or "list"
-
-
 def read_layout(cfg: Config) -> LayoutInfo | None:
     """The configured layout (string or list of lists), or None when none is set."""
-    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-
-    raw = cfg.get("model.pipeline_model_parallel_layout")
-    if raw is None or "model.pipeline_model_parallel_layout" in cfg.unknown:
+    if "model.pipeline_model_parallel_layout" in cfg.unknown:
         return None
-    if isinstance(raw, str):
-        if any(ch.isspace() for ch in raw):
-            # moe-lint's parser tolerates spaces; Megatron-Core drops only commas.
-            return LayoutInfo(
-                None, "it contains spaces (Megatron-Core ignores only commas)", "string"
-            )
-        try:
-            return LayoutInfo(parse_layout(raw).stages, None, "string")
-        except LayoutError as exc:
-            return LayoutInfo(None, str(exc), "string")
-    if isinstance(raw, list):
-        stages: list[str] = []
-        for row in raw:
-            if not isinstance(row, list):
-                return LayoutInfo(None, "every stage of a list layout must be a list", "list")
-            symbols = []
-            for item in row:
-                name = str(item).strip().lower()
-                if name not in _LIST_NAMES:
-                    allowed = ", ".join(sorted(_LIST_NAMES))
-                    return LayoutInfo(None, f"unknown layer type {item!r} (use {allowed})", "list")
-                symbols.append(_LIST_NAMES[name])
-            stages.append("".join(symbols))
-        return LayoutInfo(tuple(stages), None, "list")
-    return None
+    return placement.read_layout(cfg.get("model.pipeline_model_parallel_layout"))
 
 
 def effective_vpp(cfg: Config, pp: int) -> int | None:
@@ -127,53 +92,6 @@ def effective_vpp(cfg: Config, pp: int) -> int | None:
         return None
     derived = len(layout.stages) // pp
     return derived if derived > 1 else None
-
-
-def layout_problems(
-    stages: tuple[str, ...], pp: int | None, num_layers: Any, mtp: Any
-) -> list[str]:
-    """Everything ``PipelineParallelLayerLayout.validate_layer_layout`` would reject.
-
-    ``pp`` is None when the real PP is not known (the MTP placement checks need it);
-    ``num_layers``/``mtp`` are ``_UNKNOWN`` when the recipe decides.
-    """
-    flat = "".join(stages)
-    problems: list[str] = []
-    if not flat.startswith("E"):
-        problems.append(f"the first layer must be the embedding 'E', not {flat[:1] or 'nothing'!r}")
-    if not flat.endswith("L"):
-        problems.append(f"the last layer must be the loss 'L', not {flat[-1:] or 'nothing'!r}")
-    if flat.count("E") > 1:
-        problems.append(f"the embedding 'E' appears {flat.count('E')} times (exactly once)")
-    if flat.count("L") > 1:
-        problems.append(f"the loss 'L' appears {flat.count('L')} times (exactly once)")
-    decoders = flat.count("t")
-    if num_layers is not _UNKNOWN and num_layers is not None and decoders != num_layers:
-        problems.append(f"{decoders} transformer layers 't' but num_layers = {num_layers}")
-    mtps = flat.count("m")
-    if mtp is not _UNKNOWN and not (mtps == (mtp or 0) and (mtp is not None or mtps == 0)):
-        problems.append(f"{mtps} MTP layers 'm' but mtp_num_layers = {mtp}")
-    if "m" in flat and "t" in flat[flat.index("m") :]:
-        problems.append("transformer layers 't' must all come before the MTP layers 'm'")
-    if "x" in flat:
-        problems.append("encoder layers are not supported in a flexible pipeline layout")
-    if pp and len(stages) % pp == 0 and "m" in flat:
-        vpp = len(stages) // pp
-        for index, stage in enumerate(stages):
-            if "m" not in stage:
-                continue
-            rank, chunk = index % pp, index // pp
-            if chunk != vpp - 1:
-                problems.append(
-                    f"MTP sits in virtual stage {index} (PP rank {rank}, chunk {chunk}); MTP must "
-                    f"be in the last chunk ({vpp - 1}) of its pipeline rank"
-                )
-            elif mtp not in (_UNKNOWN, None) and stage.count("m") != mtp:
-                problems.append(
-                    f"only {stage.count('m')} of the {mtp} MTP layers are in virtual stage "
-                    f"{index}; all MTP layers must share one stage"
-                )
-    return problems
 
 
 def _compress_stage(stage: str) -> str:
@@ -330,25 +248,6 @@ def recipe_split(cfg: Config) -> RecipeSplit | None:
     )
 
 
-def _even_problem(
-    num_layers: int, pp: int, vpp: int | None, emb: bool, loss: bool
-) -> tuple[str, str] | None:
-    """(problem, path) when Megatron-Core's even split fails, else None."""
-    total = num_layers + emb + loss
-    counted = f"num_layers {num_layers}" + " + 1 (embedding)" * emb + " + 1 (loss)" * loss
-    if emb or loss:
-        counted += f" = {total}"
-    if total % pp:
-        return f"{counted} is not divisible by PP = {pp}", "model.pipeline_model_parallel_size"
-    if vpp and (total // pp) % vpp:
-        return (
-            f"{counted} gives {total // pp} layers per pipeline rank, which VPP = {vpp} "
-            "virtual stages cannot share equally",
-            "model.virtual_pipeline_model_parallel_size",
-        )
-    return None
-
-
 def _split_suggestion(num_layers: int, mtp: int, pp: int, vpp: int | None, emb: bool,
                       loss: bool) -> str:  # fmt: skip
     total = num_layers + emb + loss
@@ -427,10 +326,10 @@ def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
     failures: list[tuple[tuple[str, str], bool, bool]] = []
     for emb in options[0]:
         for loss in options[1]:
-            failed = _even_problem(num_layers, pp, vpp, emb, loss)
+            failed = placement.even_problem(num_layers, pp, vpp, emb, loss)
             if failed is None:
                 return None
-            failures.append((failed, emb, loss))
+            failures.append(((failed.problem, failed.path), emb, loss))
     (problem, path), emb, loss = failures[0]
     notes = []
     if len(failures) > 1:
@@ -478,65 +377,19 @@ def pipeline_split_needs_layout(ctx: Context) -> Iterator[Violation]:
         yield verdict[1]
 
 
-def uneven_split(ctx: Context) -> Iterator[Violation]:
-    """``num_layers_in_first/last_pipeline_stage`` that Megatron-Core's uneven split rejects."""
+def _uneven(ctx: Context, kinds: tuple[str, ...]) -> Iterator[Violation]:
+    """The placement's uneven-split verdict when it is one of ``kinds`` (Megatron-Core raises
+    the first problem it finds, so one file gets at most one of PP002, PP016 and PP017)."""
     cfg = ctx.config
-    if cfg.get("model.pipeline_model_parallel_layout") is not None:
-        return
-    if cfg.get("model.account_for_embedding_in_pipeline_split") or cfg.get(
-        "model.account_for_loss_in_pipeline_split"
-    ):
-        return  # PP003: the flags and the counts cannot be combined at all
-    first = _int(cfg.get("model.num_layers_in_first_pipeline_stage"))
-    last = _int(cfg.get("model.num_layers_in_last_pipeline_stage"))
-    if first is None and last is None:
-        return
+    placed = _fact(ctx, "placement")
     pp = _int(_fact(ctx, "pp"))
-    if pp is None:
+    if not isinstance(placed, placement.Placement) or placed.method != "uneven" or pp is None:
         return
-    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
-    first_path = "model.num_layers_in_first_pipeline_stage"
-    last_path = "model.num_layers_in_last_pipeline_stage"
-    problem, path = None, first_path if first is not None else last_path
-    for name, count, where in (("first", first, first_path), ("last", last, last_path)):
-        if count is None:
-            continue
-        if count <= 0:
-            problem, path = f"num_layers_in_{name}_pipeline_stage = {count} must be > 0", where
-            break
-        if vpp and count % vpp:
-            problem = (
-                f"num_layers_in_{name}_pipeline_stage = {count} is not divisible by VPP = {vpp} "
-                "(each virtual stage of that rank needs the same number of layers)"
-            )
-            path = where
-            break
+    error = placed.error
+    if error is None or error.kind not in kinds:
+        return  # counts-with-flags: PP003 (the flags and the counts cannot be combined at all)
     num_layers, mtp = _layers(cfg)
-    if problem is None and num_layers is not None:
-        rest = num_layers - (first or 0) - (last or 0)
-        middle = pp - (first is not None) - (last is not None)
-        given = " + ".join(
-            f"{name} {count}"
-            for name, count in (("first", first), ("last", last))
-            if count is not None
-        )
-        if bool(rest) != bool(middle) or rest < 0:
-            problem = (
-                f"num_layers {num_layers} - ({given}) leaves {rest} layers for {middle} middle "
-                "pipeline stages"
-            )
-        elif middle and rest % middle:
-            problem = (
-                f"num_layers {num_layers} - ({given}) = {rest} middle layers do not divide over "
-                f"{middle} middle pipeline stages"
-            )
-        elif middle and vpp and (rest // middle) % vpp:
-            problem = (
-                f"{rest // middle} layers per middle pipeline rank are not divisible by VPP = {vpp}"
-            )
-            path = "model.virtual_pipeline_model_parallel_size"
-    if problem is None:
-        return
+    vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
     suggestion = "adjust the first/last counts so the rest divides over the middle ranks"
     if num_layers is not None and pp >= 2:
         uneven = suggest_uneven(num_layers, pp, vpp, mtp)
@@ -549,7 +402,22 @@ def uneven_split(ctx: Context) -> Iterator[Violation]:
                 + (f" ({per} on each of the {middle_count} middle ranks)" if middle_count else "")
             )
     derivation = (_layer_note(cfg) + "; " if num_layers is not None else "") + f"PP = {pp}"
-    yield _violation(path, derivation=derivation, problem=problem, suggestion=suggestion)
+    yield _violation(error.path, derivation=derivation, suggestion=suggestion, **error.params)
+
+
+def uneven_split(ctx: Context) -> Iterator[Violation]:
+    """First/last counts that leave middle layers the middle ranks cannot share (PP002)."""
+    yield from _uneven(ctx, ("uneven-middle",))
+
+
+def uneven_count(ctx: Context) -> Iterator[Violation]:
+    """A first/last-stage layer count that is not positive (PP016)."""
+    yield from _uneven(ctx, ("uneven-count",))
+
+
+def uneven_vpp(ctx: Context) -> Iterator[Violation]:
+    """First/last counts or layers per middle rank that VPP does not divide (PP017)."""
+    yield from _uneven(ctx, ("uneven-vpp",))
 
 
 def layout_invalid(ctx: Context) -> Iterator[Violation]:
@@ -716,12 +584,187 @@ def interleaved_microbatches(ctx: Context) -> Iterator[Violation]:
     )
 
 
+# --------------------------------------------------------------------------- split arguments
+#
+# What an expression rule reads, restated: ``model.x`` is the effective value (NotDerivable when
+# the recipe decides, which skips the rule), ``value(d, default)`` the value or ``default``
+# when unset or recipe-decided, ``known(d)`` set to a value in the file, ``explicit(d)`` written.
+
+_FIRST_NAME = "num_layers_in_first_pipeline_stage"
+_LAST_NAME = "num_layers_in_last_pipeline_stage"
+_EMB_NAME = "account_for_embedding_in_pipeline_split"
+_LOSS_NAME = "account_for_loss_in_pipeline_split"
+
+
+def _val(cfg: Config, dotted: str, default: Any = None) -> Any:
+    if dotted in cfg.unknown:
+        return default
+    result = cfg.get(dotted, default)
+    return default if result is None else result
+
+
+def _known(cfg: Config, dotted: str) -> bool:
+    return dotted not in cfg.unknown and cfg.get(dotted) is not None
+
+
+def _need(ctx: Context, name: str) -> Any:
+    """A derived fact the rule cannot do without (missing: the rule does not apply)."""
+    fact = ctx.facts.values.get(name)
+    if fact is None:
+        raise NotDerivable(name, ctx.facts.missing.get(name, "not available"))
+    return fact.value
+
+
+def counts_with_flags(ctx: Context) -> Iterator[Violation]:
+    """First/last-stage counts together with the account_for_* flags (PP003).
+
+    TransformerConfig.__post_init__ raises "num_layers_in_first_pipeline_stage and
+    num_layers_in_last_pipeline_stage cannot be set at the same time with
+    account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split".
+    """
+    model = SectionView(ctx.config, "model")
+    counts = [n for n in (_FIRST_NAME, _LAST_NAME) if model._read(n) is not None]
+    flags = [n for n in (_EMB_NAME, _LOSS_NAME) if model._read(n)]
+    if counts and flags:
+        yield _violation(
+            f"model.{_EMB_NAME}", counts=" and ".join(counts), flags=" and ".join(flags)
+        )
+
+
+def layout_with_split_args(ctx: Context) -> Iterator[Violation]:
+    """A layout together with first/last counts or account_for_* flags (PP004).
+
+    TransformerConfig.__post_init__ raises "pipeline_model_parallel_layout cannot be set with
+    other pipeline layout arguments."; counts together with flags are PP003's finding (checked
+    first there).
+    """
+    model = SectionView(ctx.config, "model")
+    has_counts = model._read(_FIRST_NAME) is not None or model._read(_LAST_NAME) is not None
+    has_flags = bool(model._read(_EMB_NAME) or model._read(_LOSS_NAME))
+    if model._read("pipeline_model_parallel_layout") is None:
+        return
+    if not (has_counts or has_flags) or (has_counts and has_flags):
+        return
+    set_ = [
+        (_FIRST_NAME, model._read(_FIRST_NAME) is not None),
+        (_LAST_NAME, model._read(_LAST_NAME) is not None),
+        (_EMB_NAME, model._read(_EMB_NAME)),
+        (_LOSS_NAME, model._read(_LOSS_NAME)),
+    ]
+    others = ", ".join(n for n, on in set_ if on)
+    yield _violation("model.pipeline_model_parallel_layout", others=others)
+
+
+def _bridge_p2p(cfg: Config, pp: int) -> tuple[bool, bool]:
+    """overlap_p2p_comm / batch_p2p_comm as Bridge's CommOverlapConfig writes them into the
+    model: values set under comm_overlap, else overlap on and batch off with VPP > 1 and the
+    reverse without
+    (megatron/bridge/training/comm_overlap.py::CommOverlapConfig._get_model_comm_overlap_cfgs)."""
+    setup_vpp = _val(cfg, "model.virtual_pipeline_model_parallel_size", 1)
+    overlap = _val(cfg, "comm_overlap.overlap_p2p_comm", pp > 1 and setup_vpp > 1)
+    batch = _val(cfg, "comm_overlap.batch_p2p_comm", pp > 1 and setup_vpp <= 1)
+    return bool(overlap), bool(batch)
+
+
+def p2p_overlap_with_batch(ctx: Context) -> Iterator[Violation]:
+    """overlap_p2p_comm and batch_p2p_comm both on for an interleaved pipeline (PP010).
+
+    forward_backward_pipelining_with_interleaving raises "Can not use both overlap_p2p_comm
+    and batch_p2p_comm". Interleaved: PP > 1 with a VPP, or a valid layout with more stages
+    than PP (Megatron-Core derives VPP from it). Bridge's defaults depend on VPP, which a
+    recipe may set: without VPP in the file only values written under comm_overlap count.
+    """
+    from moe_lint.engine.spans import set_value_edit
+
+    cfg = ctx.config
+    pp = _need(ctx, "pp")
+    vpp = _fact(ctx, "vpp")
+    placed = _fact(ctx, "placement")
+    layout = placed.layout if isinstance(placed, placement.Placement) else None
+    layout_stages = len(layout.stages) if layout is not None and layout.stages else 0
+    interleaved = pp > 1 and (vpp is not None or layout_stages // pp > 1)
+    overlap, batch = _bridge_p2p(cfg, pp)
+    co_overlap = "comm_overlap.overlap_p2p_comm"
+    co_batch = "comm_overlap.batch_p2p_comm"
+    if not (cfg.explicit("comm_overlap") and interleaved and overlap and batch):
+        return
+    if not (
+        cfg.explicit("model.virtual_pipeline_model_parallel_size")
+        or (_known(cfg, co_overlap) and _known(cfg, co_batch))
+    ):
+        return
+    path = "comm_overlap.batch_p2p_comm"
+    edit = set_value_edit(cfg.doc, cfg.physical(path), False)
+    yield _violation_with_edits(
+        path,
+        [edit] if edit is not None else [],
+        pp=pp,
+        overlap_note="" if _known(cfg, co_overlap) else " (Bridge default for VPP > 1)",
+        batch_note="" if _known(cfg, co_batch) else " (Bridge default without VPP)",
+    )
+
+
+def p2p_warmup_flush(ctx: Context) -> Iterator[Violation]:
+    """overlap_p2p_comm_warmup_flush without overlapped, unbatched p2p (PP011).
+
+    ModelParallelConfig.__post_init__ raises a ValueError when overlap_p2p_comm_warmup_flush is
+    set and overlap_p2p_comm is off or batch_p2p_comm on. Without a comm_overlap section the
+    recipe decides whether Bridge's defaults or the model's own fields apply: report only when
+    both would be rejected. Bridge's defaults depend on PP and VPP, so both must be in the
+    file unless both comm_overlap values are.
+    """
+    cfg = ctx.config
+    pp = _need(ctx, "pp")
+    co = cfg.explicit("comm_overlap")
+    co_overlap, co_batch = _bridge_p2p(cfg, pp)
+    m_overlap = bool(_val(cfg, "model.overlap_p2p_comm", False))
+    m_batch = bool(_val(cfg, "model.batch_p2p_comm", True))
+    if not _val(cfg, "model.overlap_p2p_comm_warmup_flush", False):
+        return
+    bridge_rejects = not co_overlap or co_batch
+    if not (bridge_rejects if co else bridge_rejects and (not m_overlap or m_batch)):
+        return
+    stated_sizes = cfg.explicit("model.pipeline_model_parallel_size") and cfg.explicit(
+        "model.virtual_pipeline_model_parallel_size"
+    )
+    stated_values = (
+        co
+        and _known(cfg, "comm_overlap.overlap_p2p_comm")
+        and _known(cfg, "comm_overlap.batch_p2p_comm")
+    )
+    if not (stated_sizes or stated_values):
+        return
+    yield _violation(
+        "model.overlap_p2p_comm_warmup_flush",
+        eff_overlap="true" if (co_overlap if co else m_overlap) else "false",
+        eff_batch="true" if (co_batch if co else m_batch) else "false",
+    )
+
+
+def _violation_with_edits(path: str, edits: list[Any], **params: Any) -> Violation:
+    from moe_lint.engine.evaluate import Violation
+
+    return Violation(path=path, params=params, edits=edits)
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "uneven-split-with-account-for": PythonCheck(counts_with_flags, frozenset({"counts", "flags"})),
+    "layout-with-split-args": PythonCheck(layout_with_split_args, frozenset({"others"})),
+    "p2p-overlap-with-batch": PythonCheck(
+        p2p_overlap_with_batch, frozenset({"pp", "overlap_note", "batch_note"})
+    ),
+    "p2p-warmup-flush": PythonCheck(p2p_warmup_flush, frozenset({"eff_overlap", "eff_batch"})),
     "pipeline-split": PythonCheck(pipeline_split, frozenset({"problem", "suggestion"})),
     "pipeline-split-needs-layout": PythonCheck(
         pipeline_split_needs_layout, frozenset({"problem", "suggestion", "need", "known"})
     ),
-    "uneven-pipeline-split": PythonCheck(uneven_split, frozenset({"problem", "suggestion"})),
+    "uneven-pipeline-split": PythonCheck(
+        uneven_split, frozenset({"num_layers", "given", "rest", "middle", "suggestion"})
+    ),
+    "uneven-stage-count": PythonCheck(uneven_count, frozenset({"stage", "count", "suggestion"})),
+    "uneven-split-vpp": PythonCheck(
+        uneven_vpp, frozenset({"layers", "where", "vpp", "suggestion"})
+    ),
     "pipeline-layout-invalid": PythonCheck(layout_invalid, frozenset({"problems"})),
     "pipeline-layout-stages": PythonCheck(
         layout_not_divisible, frozenset({"stages", "pp", "options"})
