@@ -1,4 +1,4 @@
-"""The pydantic-free fast path agrees with the pydantic models it was compiled from."""
+"""The pydantic-free fast path agrees with the pydantic models: both read the one field table."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, assert_tool_current
-from moe_lint.config.fast_validate import fast_validate, spec
+from moe_lint.config import fields
+from moe_lint.config.fast_validate import fast_validate
 from moe_lint.config.schema import SECTIONS
 
 
-def test_compiled_spec_is_current() -> None:
-    assert_tool_current("gen_schema_fields.py")
+def test_field_table_is_current() -> None:
+    assert_tool_current("gen_bridge_fields.py")
 
 
 values = st.one_of(
@@ -47,8 +48,8 @@ values = st.one_of(
 
 @st.composite
 def sections_data(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from(sorted(spec())))
-    keys = draw(st.lists(st.sampled_from(sorted(spec()[name])), max_size=6, unique=True))
+    name = draw(st.sampled_from(fields.validated_sections()))
+    keys = draw(st.lists(st.sampled_from(sorted(fields.validated(name))), max_size=6, unique=True))
     return name, {key: draw(values) for key in keys}
 
 

@@ -6,7 +6,7 @@ Inputs (hypothesis strategies):
   ``optimizer``, ``ddp``, ``mixed_precision``, ``comm_overlap``, ``env_vars`` (now and then
   other or unknown sections), keys drawn from the typed fields (``moe_lint.config.schema``),
   from the
-  keys the rules read, from Bridge's field catalogue (``data/bridge_fields.json``) and unknown
+  keys the rules read, from Bridge's field catalogue (``data/fields.json``) and unknown
   ones; values of the right type and of wrong ones (negatives, zero, huge ints, floats, inf,
   NaN, null, strings, lists, nested mappings); written in varied YAML styles (block and flow,
   quotes, block scalars, comments, suppression and directive comments, anchors, aliases, merge
@@ -67,9 +67,10 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, REPO
 from moe_lint.cli import main
+from moe_lint.config.fields import table as field_table
 from moe_lint.config.schema import SECTIONS
 from moe_lint.config.settings import Settings
-from moe_lint.engine.catalogue import bridge_fields, load_catalogue
+from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.suppress import SUPPRESSION_CHECKS
 from moe_lint.errors import UsageError
 from moe_lint.lint import lint_text
@@ -95,7 +96,7 @@ def _lenient() -> Iterator[None]:
 
 # ---- vocabulary ---------------------------------------------------------------------------------
 
-_FIELDS = bridge_fields()
+_FIELDS = field_table()
 MAIN_SECTIONS = (
     "model", "train", "dataset", "optimizer", "ddp", "mixed_precision", "comm_overlap", "env_vars",
 )  # fmt: skip
@@ -145,7 +146,7 @@ def _kind(annotation: Any) -> str:
 KINDS: dict[str, dict[str, str]] = {}
 CHOICES: dict[str, list[Any]] = {}
 for _section, _fields in _FIELDS["sections"].items():
-    KINDS[_section] = dict(_fields)
+    KINDS[_section] = {name: entry["type"] for name, entry in _fields.items()}
 for _section, _model in SECTIONS.items():
     for _name, _info in _model.model_fields.items():
         KINDS.setdefault(_section, {})[_name] = _kind(_info.annotation)

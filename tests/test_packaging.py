@@ -58,7 +58,7 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     packs = sorted(p.name for p in (REPO / "rules").glob("*.yaml"))
     assert sorted(Path(n).name for n in names if n.startswith("moe_lint/rules/")) == packs
-    assert "moe_lint/data/bridge_fields.json" in names
+    assert "moe_lint/data/fields.json" in names
     # The build hook compiled the catalogue (once; the checkout's copy is not packed besides).
     assert names.count("moe_lint/engine/_compiled_rules.py") == 1
     generated = zipfile.ZipFile(wheel).read("moe_lint/engine/_compiled_rules.py").decode()

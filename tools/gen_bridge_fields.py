@@ -1,11 +1,20 @@
 #!/usr/bin/env python3
-"""Generate src/moe_lint/data/bridge_fields.json, the catalogue of known Megatron Bridge keys.
+"""Generate src/moe_lint/data/fields.json, moe-lint's one field table (config/fields.py loads it).
 
-This union of keys (with value types) is what rule expressions may name (``field_exists``) and
-how untyped values are typed (``expr._catalogue_type``). SCH001 no longer uses it: it checks
-keys by section class and release (``data/bridge_classes.json``, tools/gen_bridge_classes.py).
+It holds, per section, every known Megatron Bridge key with its value type (what rule
+expressions may name, ``field_exists``, and how untyped values are typed,
+``expr._catalogue_type``) and, for the fields moe-lint reads, the framework default, the
+validated types and bounds, and whether a recipe decides the field: ``tools/fields.yaml``, the
+hand-kept part, each default cited to the released source. SCH001 checks keys by section class
+and release (``data/bridge_classes.json``, tools/gen_bridge_classes.py).
 
-Evidence, in order:
+    python tools/gen_bridge_fields.py                        # rewrite data/fields.json
+    python tools/gen_bridge_fields.py --check                # exit 1 if it is out of date
+    python tools/gen_bridge_fields.py --verify-defaults DIR  # compare fields.yaml's defaults
+        # with the dataclass defaults of the unpacked wheels in DIR (megatron_bridge-0.6.2/,
+        # megatron_core-0.19.2/), read with ast; exit 1 listing each disagreement
+
+Key evidence, in order:
   1. every ``tests/data/corpus/bridge-full-dumps/*.yaml`` (``ConfigContainer.to_yaml()`` dumps of
      Megatron Bridge 0.6.2 MoE performance recipes): the union of keys per section, with value
      types inferred from the dumped values;
@@ -14,11 +23,15 @@ Evidence, in order:
 
 Output shape::
 
-    {"schema_version": 1,
+    {"schema_version": 2,
      "sources": [...],
      "top_level": [...all allowed top-level keys...],
-     "sections": {"model": {"tensor_model_parallel_size": "int", ...},
+     "sections": {"model": {"tensor_model_parallel_size":
+                               {"type": "int", "types": ["int"], "default": 1, "ge": 1, ...},
+                            "moe_router_topk": {"type": "int", ..., "recipe": true},
+                            "window_size": {"type": "any"}, ...},
                   "dataset.offline_packing_specs": {...}, ...},
+     "validated": ["comm_overlap", "dataset", ...],
      "free_form": ["env_vars", "dataset.dataset_kwargs", ...]}
 
 ``_target_`` is accepted in every section and is not listed. Keys under a ``free_form`` path are
@@ -32,9 +45,11 @@ Run from anywhere; paths are resolved relative to the repository root. Output is
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -49,7 +64,15 @@ except AttributeError:  # pragma: no cover
 REPO = Path(__file__).resolve().parent.parent
 DUMPS_DIR = REPO / "tests" / "data" / "corpus" / "bridge-full-dumps"
 EXTRA = REPO / "tools" / "bridge_fields_extra.yaml"
-OUT = REPO / "src" / "moe_lint" / "data" / "bridge_fields.json"
+TABLE = REPO / "tools" / "fields.yaml"
+OUT = REPO / "src" / "moe_lint" / "data" / "fields.json"
+#: Symbolic bounds fields.yaml may use (moe_lint/bounds.py, moe-lint's one table of bounds).
+BOUNDS = {"MAX_SIZE": 1 << 20, "MAX_COUNT": 1 << 31}
+#: What a field-table entry may say (tools/fields.yaml's header explains each).
+TABLE_KEYS = {"types", "default", "ge", "le", "choices", "recipe", "source", "moe_lint_default",
+              "versions"}  # fmt: skip
+VALIDATED_TYPES = {"null", "bool", "int", "float", "str", "list[str]", "list[int]", "list",
+                   "dict", "any"}  # fmt: skip
 
 TYPES = ("int", "float", "bool", "str", "list", "dict", "any")
 # Keys Hydra-style instantiation specs use next to _target_; a dict carrying one of them is an
@@ -179,19 +202,36 @@ class Catalogue:
             self.top_level.add(key)
 
     # ---------------------------------------------------------------- output
-    def build(self) -> dict:
+    def build(self, table: dict[str, dict[str, dict[str, Any]]]) -> dict:
         sections: dict[str, dict[str, str]] = {}
         for name, fields in self.evidence.items():
+            if any(name == p or name.startswith(p + ".") for p in self.free_form):
+                continue  # a dump's object under a free-form field: its keys are never checked
             out = {}
             for key, seen in fields.items():
                 out[key] = self.overrides.get(name, {}).get(key) or combine(seen)
             sections[name] = dict(sorted(out.items()))
         self.check(sections)
+        merged: dict[str, dict[str, dict[str, Any]]] = {
+            name: {key: {"type": kind} for key, kind in fields.items()}
+            for name, fields in sections.items()
+        }
+        validated = []
+        for name, fields in table.items():
+            if name not in merged:
+                raise SystemExit(f"{TABLE}: section {name} is not a known section")
+            for key, entry in fields.items():
+                if key not in merged[name]:
+                    raise SystemExit(f"{TABLE}: {name}.{key} is not a known key")
+                merged[name][key].update(entry)
+            if any("types" in entry for entry in fields.values()):
+                validated.append(name)
         return {
-            "schema_version": 1,
-            "sources": self.sources,
+            "schema_version": 2,
+            "sources": [str(TABLE.relative_to(REPO)), *self.sources],
             "top_level": sorted(self.top_level),
-            "sections": dict(sorted(sections.items())),
+            "sections": dict(sorted(merged.items())),
+            "validated": sorted(validated),
             "free_form": sorted(self.free_form),
         }
 
@@ -217,6 +257,128 @@ class Catalogue:
                 problems.append(f"free_form {path}: also a fixed-field section")
         if problems:
             raise SystemExit("inconsistent catalogue:\n  " + "\n  ".join(problems))
+
+
+def load_table(path: Path = TABLE) -> dict[str, dict[str, dict[str, Any]]]:
+    """tools/fields.yaml, checked, with symbolic bounds resolved."""
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for section, fields in data.items():
+        for key, entry in fields.items():
+            where = f"{path.name}: {section}.{key}"
+            if not isinstance(entry, dict) or set(entry) - TABLE_KEYS:
+                raise SystemExit(f"{where}: entry must be a mapping of {sorted(TABLE_KEYS)}")
+            entry = dict(entry)
+            for bound in ("ge", "le"):
+                if isinstance(entry.get(bound), str):
+                    entry[bound] = BOUNDS[entry[bound]]
+            if set(entry.get("types", [])) - VALIDATED_TYPES:
+                raise SystemExit(f"{where}: unknown type in {entry['types']}")
+            if "moe_lint_default" in entry:
+                entry["framework_default"] = entry.pop("default")
+                entry["default"] = entry.pop("moe_lint_default")
+            table.setdefault(section, {})[key] = entry
+    return table
+
+
+# ------------------------------------------------------------------ defaults from the source
+#: Per section, the classes whose dataclass defaults are the framework's, subclass first
+#: (``wheel dir / path :: class``); the first class that declares a field gives its default.
+_B = "megatron_bridge-0.6.2/megatron/bridge/"
+_C = "megatron_core-0.19.2/megatron/"
+DEFAULT_CLASSES = {
+    "model": [_B + "models/gpt_provider.py::GPTModelProvider",
+              _B + "models/transformer_config.py::TransformerConfig",
+              _C + "core/transformer/transformer_config.py::TransformerConfig",
+              _C + "core/transformer/transformer_config.py::MLATransformerConfig",
+              _C + "core/model_parallel_config.py::ModelParallelConfig"],
+    "train": [_B + "training/config.py::TrainingConfig",
+              _C + "training/config/training_config.py::TrainingConfig"],
+    "dataset": [_B + "training/config.py::GPTDatasetConfig",
+                _C + "core/datasets/gpt_dataset.py::GPTDatasetConfig",
+                _C + "core/datasets/blended_megatron_dataset_config.py"
+                "::BlendedMegatronDatasetConfig",
+                _B + "data/base.py::DataloaderConfig"],
+    "dataset.offline_packing_specs": [_B + "data/packing/config.py::PackedSequenceSpecs"],
+    "optimizer": [_B + "training/config.py::OptimizerConfig",
+                  _C + "core/optimizer/optimizer_config.py::OptimizerConfig"],
+    "ddp": [_B + "training/config.py::DistributedDataParallelConfig",
+            _C + "core/distributed/distributed_data_parallel_config.py"
+            "::DistributedDataParallelConfig"],
+    "dist": [_B + "training/config.py::DistributedInitConfig",
+             _C + "training/config/common_config.py::DistributedInitConfig"],
+    "scheduler": [_B + "training/config.py::SchedulerConfig",
+                  _C + "training/config/training_config.py::SchedulerConfig"],
+    "checkpoint": [_B + "training/config.py::CheckpointConfig",
+                   _C + "training/config/training_config.py::CheckpointConfig"],
+    "rerun_state_machine": [_B + "training/config.py::RerunStateMachineConfig",
+                            _C + "training/config/resilience_config.py::RerunStateMachineConfig"],
+    "rng": [_C + "training/config/common_config.py::RNGConfig"],
+    "comm_overlap": [_B + "training/comm_overlap.py::CommOverlapConfig"],
+    "mixed_precision": [_B + "training/mixed_precision.py::MixedPrecisionConfig"],
+}  # fmt: skip
+_NOT_LITERAL = object()
+
+
+def _literal(node: ast.expr | None) -> object:
+    """A dataclass field's default as a Python value (enum members by name), or _NOT_LITERAL."""
+    if node is None:
+        return _NOT_LITERAL  # required field
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "field":
+        for kw in node.keywords:
+            if kw.arg == "default":
+                return _literal(kw.value)
+            if kw.arg == "default_factory" and isinstance(kw.value, ast.Name):
+                return {"list": [], "dict": {}}.get(kw.value.id, _NOT_LITERAL)
+            if kw.arg == "default_factory" and isinstance(kw.value, ast.Lambda):
+                return _literal(kw.value.body)
+        return _NOT_LITERAL
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr  # AttnBackend.auto -> "auto", as normalize resolves enum members
+    return _NOT_LITERAL
+
+
+def _class_defaults(root: Path, spec: str) -> dict[str, object]:
+    path, name = spec.split("::")
+    tree = ast.parse((root / path).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            out: dict[str, object] = {}
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    out[stmt.target.id] = _literal(stmt.value)
+            return out
+    raise SystemExit(f"{spec}: class not found under {root}")
+
+
+def verify_defaults(root: Path, table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Each fields.yaml default that differs from the released source's dataclass default."""
+    problems = []
+    for section, fields in table.items():
+        found: dict[str, tuple[object, str]] = {}
+        for spec in DEFAULT_CLASSES.get(section, []):
+            for key, value in _class_defaults(root, spec).items():
+                found.setdefault(key, (value, spec))
+        for key, entry in fields.items():
+            if "default" not in entry:
+                continue  # the table records no default (its comment says why)
+            if key not in found and entry.get("default") is None:
+                continue  # a field of other dataset / provider classes: no single default
+            if key not in found:
+                problems.append(f"{section}.{key}: no default in {DEFAULT_CLASSES.get(section)}")
+                continue
+            value, spec = found[key]
+            want = entry.get("framework_default", entry.get("default"))
+            if value is _NOT_LITERAL:
+                if want is not None:
+                    problems.append(f"{section}.{key}: {spec} has no literal default")
+            elif value != want:
+                problems.append(f"{section}.{key}: table {want!r}, {spec} {value!r}")
+    return problems
 
 
 # Files in the Megatron Bridge corpus that are not Bridge override configs.
@@ -287,7 +449,20 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of writing, list key paths in DIR/**/*.yaml that the catalogue does not "
         "know (e.g. tests/data/corpus/megatron-bridge)",
     )
+    parser.add_argument(
+        "--verify-defaults",
+        type=Path,
+        metavar="DIR",
+        help="compare tools/fields.yaml's defaults with the unpacked wheels in DIR",
+    )
     args = parser.parse_args(argv)
+    table = load_table()
+    if args.verify_defaults is not None:
+        problems = verify_defaults(args.verify_defaults, table)
+        for line in problems:
+            print(line)
+        print(f"{len(problems)} default(s) differ from the source", file=sys.stderr)
+        return 1 if problems else 0
 
     cat = Catalogue()
     dumps = sorted(DUMPS_DIR.glob("*.yaml"))
@@ -299,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         cat.load_dump(dump)
     cat.load_extra(EXTRA)
 
-    built = cat.build()
+    built = cat.build(table)
     if args.scan is not None:
         count = scan(args.scan, built)
         print(f"{count} unknown key path(s)", file=sys.stderr)

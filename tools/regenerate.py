@@ -20,10 +20,10 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 
-#: In dependency order: the schema json feeds the compiled catalogue's hash, the catalogue
+#: In dependency order: the field table feeds the compiled catalogue's hash, the catalogue
 #: feeds the rule pages, the rules feed the corpus table.
 GENERATORS = (
-    "gen_schema_fields.py",
+    "gen_bridge_fields.py",
     "compile_rules.py",
     "rule_docs.py",
     "error_rules.py",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+from moe_lint.config.fields import UNKNOWN
 
 #: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
 LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
@@ -42,14 +43,8 @@ VPP_PATH = "model.virtual_pipeline_model_parallel_size"
 LAYOUT_PATH = "model.pipeline_model_parallel_layout"
 
 
-class _Unknown:
-    """A layer count the recipe decides (an override file leaves it out)."""
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN_COUNT: Any = _Unknown()
+#: A layer count the recipe decides (an override file leaves it out): the one UNKNOWN.
+UNKNOWN_COUNT: Any = UNKNOWN
 
 
 # --------------------------------------------------------------------------- layouts

@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from moe_lint.config.fast_validate import fast_validate, is_recipe_field, sections
+from moe_lint.config import fields
+from moe_lint.config.fast_validate import fast_validate
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import ConfigPath, Document, format_path
 from moe_lint.config.mixed_precision import recipe_values
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
 
-_ABSENT = object()
 _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 
@@ -84,8 +85,29 @@ class Config:
     #: Framework versions the user stated (package key -> version; absent = newest release).
     versions: dict[str, Version] = field(default_factory=dict)
 
+    def value(self, dotted: str) -> Any:
+        """The one accessor: the value Bridge would run with, or ``UNKNOWN``.
+
+        In order: UNKNOWN for a field a static tool cannot know (a recipe decides it, an
+        unresolved ``${...}``, a rejected value, a ``~key`` deletion); the normalized value of a
+        validated field; the value written in the file or an override; else what the field
+        table says an unset field reads as (config/fields.py ``default``: UNKNOWN for a field a
+        recipe decides, the framework default, or None where the table records no default).
+        ``None`` is a value here (``virtual_pipeline_model_parallel_size: null`` means no
+        virtual stages), never a marker for "unknown".
+        """
+        if dotted in self.unknown:
+            return UNKNOWN
+        if dotted in self.values:
+            return self.values[dotted]
+        raw = self.raw_get(dotted, UNKNOWN)
+        if raw is not UNKNOWN:
+            return raw
+        return fields.default(dotted)
+
     def get(self, dotted: str, default: Any = None) -> Any:
-        """Effective value of a typed field, or the raw value of any other path."""
+        """Effective value of a typed field, or the raw value of any other path (``default``
+        when absent). Prefer :meth:`value`, which knows defaults and UNKNOWN."""
         if dotted in self.values:
             return self.values[dotted]
         return self.raw_get(dotted, default)
@@ -102,7 +124,7 @@ class Config:
     def explicit(self, dotted: str) -> bool:
         """True when the file or an override sets ``dotted``."""
         return self.origin.get(dotted) in ("file", "override") or (
-            dotted not in self.origin and self.raw_get(dotted, _ABSENT) is not _ABSENT
+            dotted not in self.origin and self.raw_get(dotted, UNKNOWN) is not UNKNOWN
         )
 
     def physical(self, dotted_or_path: str | ConfigPath) -> ConfigPath:
@@ -276,7 +298,7 @@ def normalize(
         overrides = outcome.applied
     override_paths = {format_path(ov.path) for ov in overrides if not ov.delete} - deleted
 
-    for name in sections():
+    for name in fields.validated_sections():
         section = raw.get(name)
         if name == "mixed_precision" and isinstance(section, str):
             continue
@@ -311,7 +333,7 @@ def normalize(
                 removed_by = cfg.override_text.get(dotted) or cfg.override_text.get(name, "~")
                 cfg.notes[dotted] = f"{removed_by} removes the key: the recipe's value applies"
                 continue
-            elif is_recipe_field(name, key):
+            elif fields.is_recipe_field(name, key):
                 cfg.unknown.add(dotted)
                 cfg.origin[dotted] = "recipe"
                 continue

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from moe_lint.config import fields
 from moe_lint.config.load import ConfigPath
 from moe_lint.errors import InputError
 
@@ -506,9 +507,7 @@ def _never_null(parts: ConfigPath) -> bool:
     """A typed field whose type admits no null: every recipe gives it a value."""
     if len(parts) != 2:
         return False
-    from moe_lint.config.fast_validate import spec
-
-    typed = spec().get(str(parts[0]), {}).get(str(parts[1]))
+    typed = fields.validated(str(parts[0])).get(str(parts[1]))
     return typed is not None and "null" not in typed["types"]
 
 

@@ -1,213 +1,57 @@
-"""Typed view of the Bridge fields that moe-lint's rules read, with the framework's defaults.
+"""Pydantic models of the validated fields, built from the field table (config/fields.py).
 
-Only fields a rule or derivation reads are typed here; the unknown-key rule checks every key
-against the per-release config classes (``data/bridge_classes.json``, ``bridge_classes.py``).
+The slow path of validation: normalize imports this module only for a section whose values
+fast_validate cannot accept as written, so that pydantic coerces them (``"8"`` -> 8) or
+explains precisely why Bridge would reject them. The models hold no facts of their own: each
+field's types, default, bounds and choices come from ``data/fields.json`` (``tools/fields.yaml``),
+the same entries fast_validate checks, so the two paths cannot disagree.
 
-Two kinds of default exist:
-
-* a framework default (``Field(default=...)``): the value Megatron-Core / Bridge uses when
-  nothing sets it (``tensor_model_parallel_size = 1``);
-* ``RECIPE``: fields a Bridge recipe always sets (architecture, sequence length, batch sizes,
-  grouped GEMM). An override file that omits them inherits the recipe's value, which a static
-  tool cannot see, so they stay *unknown* and rules that need them are skipped rather than
-  guessing a default that would produce false alarms.
+Recipe-provided fields (``recipe: true`` in the table) are validated like any other; normalize
+then treats an unset one as UNKNOWN, never as its default.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from moe_lint.bounds import MAX_COUNT, MAX_SIZE
+from moe_lint.config import fields
 
-#: Marker placed in ``json_schema_extra`` for recipe-provided fields.
-RECIPE_MARK: dict[str, Any] = {"recipe": True}
-
-
-def recipe() -> Any:
-    """A field whose value comes from the recipe unless the file sets it."""
-    return Field(default=None, json_schema_extra=RECIPE_MARK)
-
-
-#: Sanity bounds: a parallel size or a count past these is a typo or a hostile input, and the
-#: arithmetic moe-lint shows would be meaningless (Megatron would fail on it anyway).
-#: MAX_SIZE and MAX_COUNT live in bounds.py, moe-lint's one table of bounds.
-
-_SIZE = Field(default=1, ge=1, le=MAX_SIZE)
+_SIMPLE: dict[str, Any] = {
+    "null": type(None), "bool": bool, "int": int, "float": float, "str": str,
+    "list[str]": list[str], "list[int]": list[int], "list": list[Any],
+    "dict": dict[str, Any], "any": Any,
+}  # fmt: skip
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="allow", validate_default=False, frozen=False)
 
 
-class ModelSection(_Section):
-    # parallelism
-    tensor_model_parallel_size: int = _SIZE
-    pipeline_model_parallel_size: int = _SIZE
-    context_parallel_size: int = _SIZE
-    expert_model_parallel_size: int = _SIZE
-    expert_tensor_parallel_size: int | None = Field(default=None, ge=1, le=MAX_SIZE)
-    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1, le=MAX_SIZE)
-    sequence_parallel: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
-    cp_comm_type: str | list[str] | None = None
-    hierarchical_context_parallel_sizes: list[int] | None = None
-    pipeline_model_parallel_layout: str | list[Any] | None = None
-    num_layers_in_first_pipeline_stage: int | None = Field(default=None, ge=0, le=MAX_COUNT)
-    num_layers_in_last_pipeline_stage: int | None = Field(default=None, ge=0, le=MAX_COUNT)
-    account_for_embedding_in_pipeline_split: bool = False
-    account_for_loss_in_pipeline_split: bool = False
-    # architecture (recipe-provided)
-    seq_length: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    num_layers: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    hidden_size: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    ffn_hidden_size: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
+def _annotation(entry: fields.Entry) -> Any:
+    kinds: list[Any] = []
+    for kind in entry["types"]:
+        if kind == "str" and entry.get("choices"):
+            kinds.append(Literal[tuple(entry["choices"])])
+        else:
+            kinds.append(_SIMPLE[kind])
+    return kinds[0] if len(kinds) == 1 else Union[tuple(kinds)]  # noqa: UP007
+
+
+def _model(name: str) -> type[_Section]:
+    spec: dict[str, Any] = {}
+    for key, entry in fields.validated(name).items():
+        bounds = {b: entry[b] for b in ("ge", "le") if b in entry}
+        info: Any = Field(default=entry.get("default"), **bounds)
+        if entry.get("recipe"):
+            info = Field(default=entry.get("default"), json_schema_extra={"recipe": True}, **bounds)
+        spec[key] = (_annotation(entry), info)
+    model: type[_Section] = create_model(
+        f"{name.title().replace('_', '')}Section", __base__=_Section, **spec
     )
-    num_attention_heads: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    num_query_groups: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    kv_channels: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    vocab_size: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    multi_latent_attention: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
-    mtp_num_layers: int | None = Field(
-        default=None, ge=0, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    # MoE
-    num_moe_experts: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    moe_router_topk: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    moe_ffn_hidden_size: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    moe_layer_freq: int | list[int] | str | None = Field(
-        default=None, json_schema_extra=RECIPE_MARK
-    )
-    moe_grouped_gemm: bool | None = Field(default=None, json_schema_extra=RECIPE_MARK)
-    moe_token_dispatcher_type: Literal["allgather", "alltoall", "flex", "alltoall_seq"] | None = (
-        Field(default=None, json_schema_extra=RECIPE_MARK)
-    )
-    moe_flex_dispatcher_backend: str | None = "deepep"
-    moe_enable_deepep: bool = False
-    moe_expert_capacity_factor: float | None = None
-    moe_pad_expert_input_to_capacity: bool = False
-    moe_router_dtype: str | None = None
-    moe_shared_expert_overlap: bool = False
-    # recompute
-    recompute_granularity: Literal["full", "selective"] | None = None
-    recompute_method: Literal["uniform", "block"] | None = None
-    recompute_num_layers: int | None = Field(default=None, ge=0, le=MAX_COUNT)
-    recompute_modules: list[str] | None = None
-    moe_layer_recompute: bool = False
-    distribute_saved_activations: bool = False
-    # CUDA graphs
-    cuda_graph_impl: Literal["none", "local", "transformer_engine", "full_iteration"] = "none"
-    cuda_graph_modules: list[str] | str | None = None
-    cuda_graph_scope: list[str] | str | None = None
-    enable_cuda_graph: bool = False
-    external_cuda_graph: bool = False
-    use_te_rng_tracker: bool = False
-    variable_seq_lengths: bool = False
-    # overlap
-    overlap_moe_expert_parallel_comm: bool = False
-    delay_wgrad_compute: bool = False
-    # precision (overwritten by a mixed_precision recipe)
-    bf16: bool = False
-    fp16: bool = False
-    fp8: str | None = None
-    fp8_recipe: str | None = None
-    fp4: str | None = None
-    # loss
-    calculate_per_token_loss: bool = False
-
-
-class TrainSection(_Section):
-    global_batch_size: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    micro_batch_size: int | None = Field(
-        default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK
-    )
-    decrease_batch_size_if_needed: bool = False
-    train_iters: int | None = Field(default=None, ge=0, le=MAX_COUNT)
-
-
-class DatasetSection(_Section):
-    seq_length: int | None = Field(default=None, ge=1, le=MAX_COUNT, json_schema_extra=RECIPE_MARK)
-    sequence_length: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    dataset_kwargs: dict[str, Any] | None = None
-    dataloader_type: str | None = None
-    enable_offline_packing: bool | None = None
-    offline_packing_specs: dict[str, Any] | None = None
-    create_attention_mask: bool | None = None
-
-
-class OptimizerSection(_Section):
-    optimizer_cpu_offload: bool = False
-    optimizer_offload_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
-    use_distributed_optimizer: bool = False
-    use_precision_aware_optimizer: bool = False
-
-
-class DdpSection(_Section):
-    use_distributed_optimizer: bool = False
-    average_in_collective: bool = False
-
-
-class RerunSection(_Section):
-    check_for_nan_in_loss: bool = True
-
-
-class RngSection(_Section):
-    te_rng_tracker: bool = False
-
-
-class CommOverlapSection(_Section):
-    tp_comm_overlap: bool | None = None
-    overlap_moe_expert_parallel_comm: bool | None = None
-    delay_wgrad_compute: bool | None = None
-
-
-class MixedPrecisionSection(_Section):
-    bf16: bool | None = None
-    fp16: bool | None = None
-    fp8: str | None = None
-    fp8_recipe: str | None = None
-    fp4: str | None = None
+    return model
 
 
 #: Section name -> typed model. Sections not listed are only checked for unknown keys.
-SECTIONS: dict[str, type[_Section]] = {
-    "model": ModelSection,
-    "train": TrainSection,
-    "dataset": DatasetSection,
-    "optimizer": OptimizerSection,
-    "ddp": DdpSection,
-    "rerun_state_machine": RerunSection,
-    "rng": RngSection,
-    "comm_overlap": CommOverlapSection,
-    "mixed_precision": MixedPrecisionSection,
-}
-
-
-def is_recipe_field(section: str, name: str) -> bool:
-    """True when ``section.name`` is provided by the recipe unless the file sets it."""
-    model = SECTIONS.get(section)
-    if model is None or name not in model.model_fields:
-        return False
-    extra = model.model_fields[name].json_schema_extra
-    return isinstance(extra, dict) and bool(extra.get("recipe"))
-
-
-def typed_fields(section: str) -> dict[str, Any]:
-    """Field name -> default for one typed section (empty for untyped sections)."""
-    model = SECTIONS.get(section)
-    if model is None:
-        return {}
-    return {name: info.default for name, info in model.model_fields.items()}
+SECTIONS: dict[str, type[_Section]] = {name: _model(name) for name in fields.validated_sections()}

@@ -9,14 +9,13 @@ and checks through the ``moe_lint.rules`` entry-point group.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from moe_lint.config import fields
 from moe_lint.engine.expr import (
     CONFIG_FUNCTIONS,
     FACT_NAMES,
@@ -117,28 +116,9 @@ class Catalogue:
         return [r for r in self.rules if r.code.startswith(sel.upper())]
 
 
-@cache
-def bridge_fields() -> dict[str, Any]:
-    """Known Bridge keys per section (``data/bridge_fields.json``)."""
-    path = Path(__file__).resolve().parent.parent / "data" / "bridge_fields.json"
-    with path.open(encoding="utf-8") as handle:
-        data: dict[str, Any] = json.load(handle)
-    return data
-
-
 def field_exists(section: str, name: str) -> bool:
-    """True when ``section.name`` is a field rules may read."""
-    from moe_lint.config.fast_validate import spec
-
-    # The typed sections' fields as data/schema_fields.json lists them (generated from
-    # schema.py and checked for drift), so compiling a pack does not import pydantic.
-    typed = spec().get(section)
-    if typed is not None and name in typed:
-        return True
-    known = bridge_fields().get("sections", {}).get(section)
-    if known is not None and name in known:
-        return True
-    return section == "env_vars"
+    """True when ``section.name`` is a field rules may read (a key of the field table)."""
+    return name in fields.section(section) or section == "env_vars"
 
 
 def builtin_rules_dir() -> Path:
@@ -385,7 +365,7 @@ def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
 #: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
 ENGINE_FILES = (
     "engine/catalogue.py", "engine/expr.py", "engine/findings.py", "config/versions.py",
-    "analysis/facts.py", "data/bridge_fields.json", "data/schema_fields.json",
+    "analysis/facts.py", "data/fields.json",
 )  # fmt: skip
 
 

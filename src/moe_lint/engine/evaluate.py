@@ -9,6 +9,7 @@ from typing import Any
 
 from moe_lint.analysis.derive import Facts
 from moe_lint.analysis.facts import SHOWN
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.load import format_path, parse_path
 from moe_lint.config.normalize import Config
 from moe_lint.engine.catalogue import Catalogue, Rule
@@ -104,9 +105,7 @@ class Evaluator:
         functions["explicit"] = cfg.explicit
         # In a full dump every field is written down; in an override file only what it sets.
         functions["stated"] = lambda dotted: cfg.form == "full-dump" or cfg.explicit(dotted)
-        functions["known"] = lambda dotted: (
-            dotted not in cfg.unknown and cfg.get(dotted) is not None
-        )
+        functions["known"] = lambda dotted: cfg.value(dotted) not in (UNKNOWN, None)
         functions["value"] = self._value
         functions["fact"] = self._fact
         functions["version_below"] = self._version_below
@@ -135,12 +134,17 @@ class Evaluator:
         fact = self.ctx.facts.values.get(name)
         return default if fact is None or fact.value is None else fact.value
 
-    def _value(self, dotted: str, default: Any = None) -> Any:
-        cfg = self.ctx.config
-        if dotted in cfg.unknown:
-            return default
-        result = cfg.get(dotted, default)
-        return default if result is None else result
+    def _value(self, dotted: str, otherwise: Any = None) -> Any:
+        """``value('section.field', otherwise)`` in an expression (docs/adding-rules.md).
+
+        The field's effective value (config/normalize.py ``Config.value``: written, normalized,
+        else the field table's framework default). ``otherwise`` (None when not given) stands in
+        where there is no value to compute with: the field is UNKNOWN (a recipe decides it in an
+        override file) or null. It is the rule's stated reading of "no value", never a default:
+        a field whose table default is not null gets that default, whatever ``otherwise`` says.
+        """
+        result = self.ctx.config.value(dotted)
+        return otherwise if result is UNKNOWN or result is None else result
 
     def eval(self, compiled: Any) -> Any:
         # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins,

@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 from moe_lint.analysis import facts as fact_registry
 from moe_lint.analysis.derive import is_pow2, pow2_round
 from moe_lint.bounds import MAX_FIELD_CHARS, bounded_repr, bounded_str
+from moe_lint.config import fields as field_table
 from moe_lint.errors import NotDerivable, RulePackError
 
 #: The cost budget of rule expressions (see the module docstring).
@@ -683,11 +684,11 @@ class SectionView:
         if attr.startswith("_"):
             raise NotDerivable(attr, "not a config field")
         dotted = f"{self._name}.{attr}"
-        if dotted in self._config.unknown:
+        value = self._config.value(dotted)
+        if value is field_table.UNKNOWN:
             raise NotDerivable(dotted, f"{dotted} is not set (the recipe decides)")
-        value = self._config.get(dotted)
         if dotted not in self._config.values:
-            kind = _catalogue_type(self._name, attr)
+            kind = field_table.kind(self._name, attr)
             if not _fits(value, kind):
                 # An untyped field holding a value of the wrong kind: treat it as unknown
                 # rather than let a rule compute with it.
@@ -695,13 +696,6 @@ class SectionView:
         return value
 
     _read = __getattr__
-
-
-def _catalogue_type(section: str, field: str) -> str:
-    from moe_lint.engine.catalogue import bridge_fields
-
-    fields = bridge_fields().get("sections", {}).get(section) or {}
-    return str(fields.get(field, "any"))
 
 
 def _fits(value: Any, kind: str) -> bool:

@@ -372,11 +372,11 @@ def cp_fp8_attention_backend(ctx: Context) -> Iterator[Violation]:
 def gated_delta_net_heads(ctx: Context) -> Iterator[Violation]:
     """ATT021: gated_delta_net linear heads must be divisible as Megatron-Core shards them."""
     gdn = (
-        reads.value(ctx, "model.experimental_attention_variant", None) == "gated_delta_net"
+        reads.value(ctx, "model.experimental_attention_variant") == "gated_delta_net"
         or reads.value(ctx, "model.linear_attention_type", None) == "gated_delta_net"
     )
-    kh = reads.value(ctx, "model.linear_num_key_heads", 16)
-    vh = reads.value(ctx, "model.linear_num_value_heads", 32)
+    kh = reads.value(ctx, "model.linear_num_key_heads")
+    vh = reads.value(ctx, "model.linear_num_value_heads")
     tp = reads.fact(ctx, "tp")
     cp = reads.fact(ctx, "cp")
     par = tp * cp

@@ -346,7 +346,7 @@ _LOCAL_OFFLOADABLE = ("expert_fc1", "moe_act", "fused_group_mlp")
 
 def _graphed_offloading_reason(ctx: Context, impl: Any) -> str:
     mods = field(ctx, "model.cuda_graph_modules")
-    offl = value(ctx, "model.offload_modules", []) or []
+    offl = value(ctx, "model.offload_modules") or []
     bad_local = [m for m in offl if m not in _LOCAL_OFFLOADABLE]
     if impl == "local" and len(bad_local) > 0:
         return (
@@ -360,7 +360,7 @@ def _graphed_offloading_reason(ctx: Context, impl: Any) -> str:
         )
     if "moe" in mods:
         return "the moe graph scope (token-drop MoE) is not supported with activation offloading"
-    warmup = value(ctx, "model.cuda_graph_warmup_steps", 3)
+    warmup = value(ctx, "model.cuda_graph_warmup_steps")
     if warmup <= 0:
         return f"cuda_graph_warmup_steps must be greater than 0, got {warmup}"
     if (
@@ -377,7 +377,7 @@ def graphed_fine_grained_offloading(ctx: Context) -> Iterator[Violation]:
     reason = _graphed_offloading_reason(ctx, impl)
     if (
         impl != "none"
-        and value(ctx, "model.fine_grained_activation_offloading", False) is True
+        and value(ctx, "model.fine_grained_activation_offloading") is True
         and reason != ""
     ):
         yield _violation("model.offload_modules", impl=impl, reason=reason)

@@ -25,10 +25,10 @@ _OFFLOAD_MODULES = (
 
 def _offloading_reason(ctx: Context, offl: Any) -> str:
     bad = [m for m in offl if m not in _OFFLOAD_MODULES]
-    impl = str(value(ctx, "model.transformer_impl", "transformer_engine"))
+    impl = str(value(ctx, "model.transformer_impl"))
     if impl != "transformer_engine":
         return f"transformer_impl is {impl}; Bridge supports it only with transformer_engine"
-    if value(ctx, "model.cpu_offloading", False) is True:
+    if value(ctx, "model.cpu_offloading") is True:
         return "cpu_offloading is also on"
     if len(offl) == 0:
         return "offload_modules is empty"
@@ -46,9 +46,9 @@ def _offloading_reason(ctx: Context, offl: Any) -> str:
 
 def fine_grained_offloading_rejected(ctx: Context) -> Iterator[Violation]:
     """MISC002: fine-grained activation offloading settings Bridge / Megatron-Core reject."""
-    offl = value(ctx, "model.offload_modules", []) or []
+    offl = value(ctx, "model.offload_modules") or []
     reason = _offloading_reason(ctx, offl)
-    if value(ctx, "model.fine_grained_activation_offloading", False) is True and reason != "":
+    if value(ctx, "model.fine_grained_activation_offloading") is True and reason != "":
         yield Violation(path="model.offload_modules", params={"reason": reason})
 
 
@@ -74,7 +74,7 @@ def _packing_reason(ctx: Context) -> str:
     specs = value(ctx, "dataset.offline_packing_specs")
     m = value(ctx, "train.micro_batch_size")
     g = value(ctx, "train.global_batch_size")
-    size = value(ctx, "dataset.offline_packing_specs.packed_sequence_size", -1)
+    size = value(ctx, "dataset.offline_packing_specs.packed_sequence_size")
     kw = value(ctx, "dataset.dataset_kwargs") or {}
     padded = value(ctx, "dataset.pad_to_max_length", False) is True or (
         "pad_to_max_length" in kw and bool(kw["pad_to_max_length"])
@@ -90,7 +90,7 @@ def _packing_reason(ctx: Context) -> str:
         return "offline_packing_specs.packed_sequence_size must be greater than 0"
     if (
         specs is not None
-        and value(ctx, "dataset.offline_packing_specs.pad_cu_seqlens", False) is True
+        and value(ctx, "dataset.offline_packing_specs.pad_cu_seqlens") is True
         and not padded
     ):
         return "offline_packing_specs.pad_cu_seqlens needs pad_to_max_length"

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.precision import (
-    UNKNOWN,
     dtype_name,
     effective,
     precision_view,

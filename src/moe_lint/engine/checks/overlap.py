@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import UNKNOWN, Reads, written_or_preset
+from moe_lint.engine.checks.reads import Reads, written_or_preset
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 

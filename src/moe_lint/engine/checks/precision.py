@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config import fields
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.mixed_precision import DEFAULT_RECIPE, MP_DEFAULTS, recipe_values
 from moe_lint.config.versions import stated_below
-from moe_lint.engine.catalogue import PythonCheck, bridge_fields
+from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
 from moe_lint.engine.evaluate import Violation
 
@@ -48,14 +50,6 @@ def _show(value: Any) -> str:
 _DTYPE_FIELDS = frozenset({"params_dtype", "pipeline_dtype", "autocast_dtype"})
 #: The engine already resolves these five (and says so in its notes); the rest are ours.
 PRECISION_SECTIONS = ("model", "optimizer", "ddp")
-
-
-class _Unknown:
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
 
 
 @dataclass
@@ -109,8 +103,7 @@ def precision_view(cfg: Config) -> PrecisionView:
 
 
 def _has_field(section: str, name: str) -> bool:
-    fields = bridge_fields().get("sections", {}).get(section) or {}
-    return name in fields
+    return name in fields.section(section)
 
 
 def effective(cfg: Config, dotted: str, view: PrecisionView | None = None) -> Any:

@@ -6,7 +6,9 @@ truth table by reading the config exactly as the expression did:
 * :meth:`Reads.field` is ``model.x`` in an expression: the effective value, or
   :class:`~moe_lint.errors.NotDerivable` when the recipe decides it (or an untyped field holds a
   value of the wrong kind): the rule then does not apply to the file;
-* :meth:`Reads.value` is ``value('model.x', default)``: ``default`` when unknown or null;
+* :meth:`Reads.value` is ``value('model.x', otherwise)``: the effective value (``Config.value``:
+  written, normalized, else the field table's framework default), ``otherwise`` when that is
+  UNKNOWN (a recipe decides) or null; never a default of the check's own;
 * :meth:`Reads.fact` is a bare fact name (NotDerivable when it cannot be derived), and
   :meth:`Reads.explicit`, :meth:`Reads.stated`, :meth:`Reads.version_below` are the functions of
   the same name.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.settings import preset_fields
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.expr import FUNCTIONS, SectionView
@@ -30,9 +33,6 @@ from moe_lint.errors import NotDerivable
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context
-
-#: What :func:`written_or_preset` returns for a value the recipe decides.
-UNKNOWN: Any = object()
 
 
 class Reads:
@@ -49,13 +49,11 @@ class Reads:
         section, attr = dotted.split(".", 1)
         return SectionView(self.cfg, section)._read(attr)
 
-    def value(self, dotted: str, default: Any = None) -> Any:
-        """``value(dotted, default)``: the value, or ``default`` when unknown or null."""
-        cfg = self.cfg
-        if dotted in cfg.unknown:
-            return default
-        result = cfg.get(dotted, default)
-        return default if result is None else result
+    def value(self, dotted: str, otherwise: Any = None) -> Any:
+        """``value(dotted, otherwise)``: the effective value (Config.value), or ``otherwise``
+        when that is UNKNOWN or null."""
+        result = self.cfg.value(dotted)
+        return otherwise if result is UNKNOWN or result is None else result
 
     def explicit(self, dotted: str) -> bool:
         return bool(self.cfg.explicit(dotted))
@@ -126,9 +124,10 @@ def field(ctx: Context, dotted: str) -> Any:
     return Reads(ctx).field(dotted)
 
 
-def value(ctx: Context, dotted: str, default: Any = None) -> Any:
-    """``value(dotted, default)``: the effective value, else ``default``."""
-    return Reads(ctx).value(dotted, default)
+def value(ctx: Context, dotted: str, otherwise: Any = None) -> Any:
+    """``value(dotted, otherwise)``: the effective value, else ``otherwise`` where it is
+    UNKNOWN or null (docs/adding-rules.md, "Config fields")."""
+    return Reads(ctx).value(dotted, otherwise)
 
 
 def explicit(ctx: Context, dotted: str) -> bool:
@@ -138,8 +137,7 @@ def explicit(ctx: Context, dotted: str) -> bool:
 
 def known(ctx: Context, dotted: str) -> bool:
     """``known(dotted)``: the field has a value the recipe does not decide."""
-    cfg = ctx.config
-    return dotted not in cfg.unknown and cfg.get(dotted) is not None
+    return ctx.config.value(dotted) not in (UNKNOWN, None)
 
 
 def fact(ctx: Context, name: str) -> Any:
