@@ -76,6 +76,8 @@ _BEING_CONVERTED = frozenset(
     ]
 )
 _VALUE_CALL = re.compile(r"""value\((['"])([a-z_.]+)\1\s*,\s*([^(),]+?)\)""")
+#: The same read in a Python check: ``r.value("f", x)`` or ``reads.value(ctx, "f", x)``.
+_CHECK_VALUE_CALL = re.compile(r"""value\(\s*(?:ctx,\s*)?(['"])([\w.]+)\1\s*,\s*([^()]+?)\)""")
 
 
 def _strings(node: object) -> list[str]:
@@ -134,23 +136,42 @@ def test_validated_fields_have_types_and_defaults() -> None:
             assert entry["types"], f"{name}.{key}"
 
 
+def _dead(dotted: str, otherwise: str) -> bool:
+    """A second argument is dead when the table gives the field a non-null default and no
+    recipe decides it: the read then never is UNKNOWN, and an unset field reads the default."""
+    entry = fields.entry(dotted) or {}
+    if entry.get("recipe") or entry.get("default") is None:
+        return False
+    try:
+        ast.literal_eval(otherwise)
+    except ValueError:
+        return False
+    return True
+
+
 def test_rules_state_no_default_the_table_has() -> None:
     """A second argument to value() for a field with a non-null table default is dead."""
     dead = []
     for path in sorted((REPO / "rules").glob("*.yaml")):
         for rule in yaml.safe_load(path.read_text(encoding="utf-8"))["rules"]:
-            if rule["code"] in _BEING_CONVERTED:
-                continue
             for match in _VALUE_CALL.finditer(" ".join(_strings(rule))):
                 dotted, otherwise = match.group(2), match.group(3)
-                entry = fields.entry(dotted) or {}
-                if entry.get("recipe") or entry.get("default") is None:
-                    continue
-                try:
-                    ast.literal_eval(otherwise)
-                except ValueError:
-                    continue
-                dead.append(f"{rule['code']}: value({dotted!r}, {otherwise})")
+                if _dead(dotted, otherwise):
+                    dead.append(f"{rule['code']}: value({dotted!r}, {otherwise})")
+    assert not dead, dead
+
+
+def test_python_checks_state_no_default_the_table_has() -> None:
+    """The same for the Python checks' reads (engine/checks/reads.py has one meaning of
+    value() for both): a literal the table already has as the field's default is a second
+    copy of the default."""
+    dead = []
+    checks = REPO / "src" / "moe_lint" / "engine" / "checks"
+    for path in sorted(checks.glob("*.py")):
+        for match in _CHECK_VALUE_CALL.finditer(path.read_text(encoding="utf-8")):
+            dotted, otherwise = match.group(2), match.group(3)
+            if _dead(dotted, otherwise):
+                dead.append(f"{path.name}: value({dotted!r}, {otherwise})")
     assert not dead, dead
 
 

@@ -201,6 +201,7 @@ def test_diff_on_read_only_file_still_shows_the_fix(tmp_path: Path) -> None:
 
 def _during_relint(monkeypatch: pytest.MonkeyPatch, action: Any) -> None:
     """Run ``action`` when --fix re-lints the fixed text, i.e. after the file was read."""
+    import moe_lint.cli
     import moe_lint.lint
 
     real = moe_lint.lint.lint_text
@@ -209,7 +210,8 @@ def _during_relint(monkeypatch: pytest.MonkeyPatch, action: Any) -> None:
         action()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(moe_lint.lint, "lint_text", relint)
+    # The CLI's fix loop calls the lint_text it imported (moe_lint.cli.lint_text).
+    monkeypatch.setattr(moe_lint.cli, "lint_text", relint)
 
 
 @pytest.mark.parametrize(

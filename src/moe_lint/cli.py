@@ -15,8 +15,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from moe_lint import __version__
-from moe_lint.engine.findings import SEVERITY_RANK, Finding
+from moe_lint.analysis.memory_facts import config_values, model_inputs, run_estimate
+from moe_lint.cmdline import positional_indices
+from moe_lint.config.forms import NotBridgeConfig, detect_root
+from moe_lint.config.load import format_path, load_file
+from moe_lint.config.memory_settings import memory_settings
+from moe_lint.config.overrides import looks_like_override, parse_override
+from moe_lint.config.settings import Settings, apply_cluster, find_pyproject, load_pyproject
+from moe_lint.engine.catalogue import load_catalogue
+from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
+from moe_lint.lint import FileResult, lint_text, prepare, slim
+from moe_lint.output import escape
+from moe_lint.output import text as report
+from moe_lint.output.escape import line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 #: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
@@ -181,8 +193,6 @@ class _EscapedLines:
         self._pending = ""
 
     def write(self, text: str) -> int:
-        from moe_lint.output.escape import line
-
         *complete, self._pending = (self._pending + text).split("\n")
         if complete:
             self._stream.write("".join(line(part) + "\n" for part in complete))
@@ -190,8 +200,6 @@ class _EscapedLines:
 
     def flush(self) -> None:
         if self._pending:
-            from moe_lint.output.escape import line
-
             self._stream.write(line(self._pending))
             self._pending = ""
         self._stream.flush()
@@ -213,8 +221,6 @@ def _silence_stdout() -> None:
 
 
 def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
-    from moe_lint.config.settings import Settings, find_pyproject, load_pyproject
-
     if ns.isolated:
         return Settings(), None
     path = Path(ns.config) if ns.config else find_pyproject(Path.cwd())
@@ -230,8 +236,6 @@ def parse_command_line(
     c.d=2``); after ``--`` every word is positional. ``ns.args`` holds the positionals and
     ``ns.arg_positions`` their 1-based positions on the command line (``offset`` counts the
     words before ``argv``, such as ``check``)."""
-    from moe_lint.cmdline import positional_indices
-
     indices, dashes = positional_indices(parser, argv)
     # argparse's intermixed parsing still reads options after `--` (Python 3.11), so the words
     # after it are kept out of argparse.
@@ -254,12 +258,10 @@ def parse_command_line(
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
     ns = parse_command_line(_check_parser(), argv, offset)
     if ns.no_cache:
+        # Lazy: the per-user cache folder only for introspect-bridge / --no-cache.
         from moe_lint.config import user_cache as rulecache
 
         rulecache.disable()
-    from moe_lint.engine.catalogue import load_catalogue
-    from moe_lint.lint import FileResult
-
     files, overrides = _split_args(ns)
     settings, fmt_setting = _settings_for(ns)
     if ns.select is not None:
@@ -274,8 +276,6 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
         settings.memory[key.strip()] = value.strip()
     if ns.memory:
-        from moe_lint.config.memory_settings import memory_settings
-
         memory_settings(settings.memory, "--memory")
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
@@ -293,7 +293,6 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     outcomes: list[tuple[str, Any]] = []
     if ns.fix or ns.diff:
         # One file at a time: lint, fix, keep only what the report needs (lint.slim).
-        from moe_lint.lint import slim
         from moe_lint.workers import lint_one, workers_for
 
         workers_for(1)  # MOE_LINT_JOBS / MOE_LINT_FILE_TIMEOUT are checked on every path
@@ -306,6 +305,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
                 outcomes.append((result.path, outcome))
             results.append(slim(result))
     else:
+        # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
         from moe_lint.workers import lint_many
 
         results = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
@@ -358,8 +358,6 @@ def _report_fixes(
 def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
     """Config files and Hydra-style overrides, in any order (an existing file wins over a name
     that looks like an override); the overrides apply to every file, in the order given."""
-    from moe_lint.config.overrides import looks_like_override, parse_override
-
     files: list[str] = []
     overrides = []
     positions = getattr(ns, "arg_positions", None) or [None] * len(ns.args)
@@ -383,13 +381,9 @@ def _cmd_estimate(argv: list[str]) -> int:
     parser.prog = "moe-lint estimate"
     parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
     ns = parse_command_line(parser, argv, 1)
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, levers
-    from moe_lint.analysis.memory_facts import run_estimate
-    from moe_lint.config.forms import NotBridgeConfig
-    from moe_lint.config.load import load_file
-    from moe_lint.config.memory_settings import memory_settings
     from moe_lint.output import estimate as memreport
-    from moe_lint.output import text as report
 
     files, overrides = _split_args(ns)
     settings, _ = _settings_for(ns)
@@ -399,7 +393,6 @@ def _cmd_estimate(argv: list[str]) -> int:
             raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
         settings.memory[key.strip()] = value.strip()
     cli_cluster = _cli_cluster(ns)
-    from moe_lint.lint import prepare
 
     payload: list[dict[str, Any]] = []
     rows: list[list[Any]] = []
@@ -426,7 +419,6 @@ def _cmd_estimate(argv: list[str]) -> int:
             )
             status = EXIT_USAGE
             continue
-        from moe_lint.analysis.memory_facts import config_values, model_inputs
 
         plain = model_inputs({name: fact.value for name, fact in facts.values.items()})
         found = levers(config_values(cfg), plain, mem, est.capacity_gib)
@@ -462,8 +454,6 @@ def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:
         if v is not None
     }
     if cluster:
-        from moe_lint.config.settings import Settings, apply_cluster
-
         apply_cluster(Settings(), cluster, "command line")  # validate once, up front
     return cluster
 
@@ -497,7 +487,7 @@ def _fix_file(
     fix.write_atomic), nothing is written, the result gets that one-line error (exit 2) and
     the outcome says no fix was applied.
     """
-    from moe_lint.lint import lint_text
+    # Lazy: the fix writer (~6 ms) only with --fix / --diff.
     from moe_lint.output.fix import (
         FixOutcome,
         Refusal,
@@ -518,8 +508,6 @@ def _fix_file(
         if again.notice is not None:
             raise InputError(f"it would no longer be a Bridge config ({again.notice})")
         if again.doc is not None and len(again.doc.duplicates) > repeated:
-            from moe_lint.config.load import format_path
-
             path, span = again.doc.duplicates[-1]
             raise InputError(
                 f"line {span.value_start.line}: key '{format_path(path)}' would appear more "
@@ -528,6 +516,7 @@ def _fix_file(
         linted[text] = again
         return again.findings
 
+    # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
     from moe_lint.workers import Overtime, file_timeout, overtime_message, time_limit
 
     limit = file_timeout()
@@ -570,9 +559,6 @@ def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tup
     ancestor (``model`` for a fix that sets ``model.x``)."""
     if not doc.fix_refusals:
         return []
-    from moe_lint.config.forms import NotBridgeConfig, detect_root
-    from moe_lint.config.load import format_path
-
     try:
         root, _ = detect_root(doc.data)
     except NotBridgeConfig:
@@ -604,14 +590,13 @@ def _unfixable(doc: Any, outcome: Any, catalogue: Any, unsafe: bool) -> list[tup
 
 
 def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
-    from moe_lint.engine.findings import InputProblem
-
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r for r in results if r.error is not None]
     for r in errors:
         print(f"{r.path}: error: {r.error}", file=sys.stderr)
     problems = [InputProblem.parse(r.path, r.error) for r in errors]
     if ns.write_baseline and not errors:
+        # Lazy: baselines (~10 ms) only with --baseline / --write-baseline.
         from moe_lint.output.baseline import write_baseline
         from moe_lint.output.formats import repo_root
 
@@ -620,6 +605,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         return EXIT_OK
     stale: list[Any] = []
     if ns.baseline:
+        # Lazy: baselines (~10 ms) only with --baseline / --write-baseline.
         from moe_lint.output.baseline import apply_baseline
         from moe_lint.output.formats import relative_uri, repo_root
 
@@ -658,6 +644,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         os.environ.get("GITHUB_STEP_SUMMARY") if fmt == "github" else None
     )
     if summary_path:
+        # Lazy: machine formats (~11 ms) only when one is asked for.
         from moe_lint.output.formats import markdown_summary
 
         with open(summary_path, "a", encoding="utf-8") as summary:
@@ -676,9 +663,8 @@ def _write_format(
 ) -> None:
     """Write the report; every format escapes what it echoes (moe_lint.output.escape), and the
     machine formats carry the input errors too (README "Input errors")."""
-    from moe_lint.output import text as report
-
     if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
+        # Lazy: machine formats (~11 ms) only when one is asked for.
         from moe_lint.output import formats
     if fmt in ("sarif", "gitlab", "junit"):
         root = formats.repo_root()
@@ -729,7 +715,6 @@ def _catalogue_for(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--rules", action="append", default=[])
     ns = p.parse_args(argv)
-    from moe_lint.engine.catalogue import load_catalogue
 
     return load_catalogue(extra_packs=ns.rules), ns
 
@@ -750,7 +735,6 @@ def rule_json(rule: Any) -> dict[str, Any]:
 
 def _cmd_rules(argv: list[str]) -> int:
     catalogue, ns = _catalogue_for(argv)
-    from moe_lint.output import escape
 
     if ns.format == "json":
         sys.stdout.write(escape.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
@@ -803,7 +787,6 @@ def _cmd_explain(argv: list[str]) -> int:
     rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
     if rule is None:
         raise UsageError(f"no rule {ns.target!r} (see `moe-lint rules`)")
-    from moe_lint.output import escape
 
     if ns.format == "json":
         sys.stdout.write(escape.dumps(rule_json(rule), indent=2) + "\n")

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
+from moe_lint.analysis.memory_facts import attach
 from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import Document, load_file, parse_text
 from moe_lint.config.normalize import Config, normalize
-from moe_lint.config.overrides import Override
+from moe_lint.config.overrides import FieldOracle, Override
 from moe_lint.config.settings import (
     Settings,
     apply_cluster,
@@ -97,8 +98,6 @@ def prepare(
     preset = preset_fields(file_settings.model) if file_settings.model else None
     oracle = None
     if overrides:
-        from moe_lint.config.overrides import FieldOracle
-
         oracle = FieldOracle(file_settings, file_settings.model)
     cfg = normalize(doc, overrides, preset, file_settings.model, file_settings.versions, oracle)
     cluster = Cluster(
@@ -109,7 +108,6 @@ def prepare(
         versions=dict(file_settings.versions),
     )
     facts = derive(cfg, cluster)
-    from moe_lint.analysis.memory_facts import attach
 
     attach(facts, cfg, file_settings.memory)
     return cfg, facts, file_settings

@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -96,8 +97,6 @@ def _work(path: str) -> FileResult:
 
 def _serve(conn: Any) -> None:
     """A worker: lint each (index, path) received until None; send back (index, kind, value)."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     while True:
         try:
@@ -146,8 +145,6 @@ class _Worker:
 def _death(process: Any) -> str:
     code = process.exitcode
     if code is not None and code < 0:
-        import signal
-
         try:
             name = signal.Signals(-code).name
         except ValueError:
@@ -158,6 +155,7 @@ def _death(process: Any) -> str:
 
 
 def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
+    # Lazy: multiprocessing only when several workers run.
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
@@ -243,8 +241,6 @@ class Overtime(BaseException):
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`Overtime` in this (main) thread after ``seconds`` of wall time."""
-    import threading
-
     if (
         not hasattr(signal, "setitimer")
         or threading.current_thread() is not threading.main_thread()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.analysis.placement import place
 from moe_lint.config.normalize import Config
+from moe_lint.config.versions import NEWEST_RELEASED
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -224,8 +225,6 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
     _derive_pipeline(f, cfg)
     te = cluster.versions.get("transformer-engine")
     if te is None:
-        from moe_lint.config.versions import NEWEST_RELEASED
-
         newest = NEWEST_RELEASED["transformer-engine"]
         f.put("te_version", None, f"transformer-engine not given: newest release {newest} assumed")
     else:

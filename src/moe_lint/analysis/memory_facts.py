@@ -15,15 +15,15 @@ from typing import Any
 
 from moe_lint.analysis import facts as registry
 from moe_lint.analysis.derive import Facts
+from moe_lint.bounds import bounded_repr
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.normalize import Config
+from moe_lint.engine.spans import location
 from moe_lint.errors import InputError
 
 
 def _shown(value: object) -> str:
     """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
-    from moe_lint.bounds import bounded_repr
-
     return bounded_repr(value)
 
 
@@ -160,6 +160,7 @@ RECIPE_ASSUMPTIONS = {
 
 def config_values(cfg: Config) -> dict[str, Any]:
     """Effective values for the memory model, recipe settings filled where the file is silent."""
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import values_from_config
 
     values = values_from_config(cfg)
@@ -172,6 +173,7 @@ def config_values(cfg: Config) -> dict[str, Any]:
 
 def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
     """The memory estimate for a config (raises MemoryInputError when it cannot be built)."""
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import estimate
 
     _refuse_type_problems(cfg)
@@ -185,9 +187,6 @@ def _refuse_type_problems(cfg: Config) -> None:
     the memory model must not divide by it."""
     if not cfg.type_problems:
         return
-    from moe_lint.bounds import bounded_repr
-    from moe_lint.engine.spans import location
-
     first = cfg.type_problems[0]
     if first.path in cfg.override_text:
         where = f"override {bounded_repr(cfg.override_text[first.path])}: "
@@ -224,6 +223,7 @@ def _load(
     facts: Facts, cfg: Config, settings: Any, warn_fraction: float, margin: float
 ) -> tuple[Any, ...] | None:
     """Run the estimate and put the base facts; returns the state the extras re-use."""
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, estimate
 
     try:
@@ -261,6 +261,7 @@ def _load(
 
 
 def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, levers
 
     try:
@@ -272,6 +273,7 @@ def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> N
 
 
 def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, estimate
 
     derived = _plain(facts)
@@ -310,6 +312,7 @@ def _selective_fits(
     on the host (the seed pairs the two at DSV3 128K), None when neither fits. A trial that
     cannot be built counts as fitting (the rule then keeps its plain advice).
     """
+    # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, estimate
 
     if values.get("model.recompute_granularity") != "full":

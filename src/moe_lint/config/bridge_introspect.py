@@ -24,7 +24,8 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.config.bridge_classes import View
+from moe_lint.config.bridge_classes import View, as_tuple
+from moe_lint.config.versions import parse_version
 
 if TYPE_CHECKING:
     from moe_lint.config.bridge_classes import Choice
@@ -54,6 +55,7 @@ def installed_version() -> str | None:
     """The installed Megatron Bridge version (None: not installed)."""
     if _spec_origin() is None:
         return None
+    # Lazy: importlib.metadata (~10 ms) only when Bridge or entry-point packs are looked up.
     from importlib import metadata
 
     try:
@@ -92,9 +94,6 @@ def installed_view(bridge: Choice, mcore: Choice) -> View | None:
     version = installed_version()
     if version is None:
         return None
-    from moe_lint.config.bridge_classes import as_tuple
-    from moe_lint.config.versions import parse_version
-
     try:
         parsed = as_tuple(parse_version(version))
     except ValueError:
@@ -255,6 +254,7 @@ def _cache_name(version: str, origin: str) -> str:
 
 
 def _cached(version: str, origin: str) -> dict[str, dict[str, Any]] | None:
+    # Lazy: the per-user cache folder only for introspect-bridge / --no-cache.
     from moe_lint.config import user_cache as rulecache
 
     data = rulecache._load_json(_cache_name(version, origin))
@@ -288,6 +288,7 @@ def _overlay_shape(data: Any) -> bool:
 
 
 def _store(version: str, origin: str, overlay: dict[str, dict[str, Any]]) -> None:
+    # Lazy: the per-user cache folder only for introspect-bridge / --no-cache.
     from moe_lint.config import user_cache as rulecache
 
     rulecache._store_json(_cache_name(version, origin), overlay)

@@ -9,7 +9,9 @@ value and list item gets a span that rules and fixes can address by config path.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -554,8 +556,6 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
 
 
 def _file_kind(mode: int) -> str:
-    import stat
-
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
         if test(mode):
@@ -565,9 +565,6 @@ def _file_kind(mode: int) -> str:
 
 def load_file(path: str) -> Document:
     """Read and parse one config file."""
-    import os
-    import stat
-
     try:
         if os.path.isdir(path):
             raise InputError("is a directory, not a config file")

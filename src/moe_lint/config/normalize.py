@@ -16,20 +16,20 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from moe_lint.bounds import bounded_repr, field_problems
 from moe_lint.config import fields
 from moe_lint.config.fast_validate import fast_validate
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.forms import NotBridgeConfig, detect_root
-from moe_lint.config.load import ConfigPath, Document, format_path
+from moe_lint.config.load import ConfigPath, Document, format_path, parse_path
 from moe_lint.config.mixed_precision import recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
+from moe_lint.config.versions import below, effective_version, parse_version
 from moe_lint.errors import InputError
 
 
 def _shown(value: object) -> str:
     """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
-    from moe_lint.bounds import bounded_repr
-
     return bounded_repr(value)
 
 
@@ -130,8 +130,6 @@ class Config:
     def physical(self, dotted_or_path: str | ConfigPath) -> ConfigPath:
         """Config path below the root -> path in the YAML document."""
         if isinstance(dotted_or_path, str):
-            from moe_lint.config.load import parse_path
-
             dotted_or_path = parse_path(dotted_or_path)
         return self.root + tuple(dotted_or_path)
 
@@ -215,8 +213,6 @@ def _strip_interpolations(section: dict[str, Any], name: str, cfg: Config) -> di
 def _check_bounds(cfg: Config) -> None:
     """Typed values past moe-lint's own bounds (bounds.py): refused like a wrong type, and
     dropped, so that no derivation or rule loops over them."""
-    from moe_lint.bounds import field_problems
-
     for dotted, problem in field_problems(cfg.values):
         cfg.type_problems.append(TypeProblem(dotted, problem, cfg.values.pop(dotted)))
         cfg.unknown.add(dotted)
@@ -231,8 +227,10 @@ def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[s
     fast = fast_validate(name, section)
     if fast is not None:
         return fast
+    # Lazy: pydantic (~185 ms with the models) only on the slow validation path.
     from pydantic import ValidationError
 
+    # Lazy: the pydantic models (~185 ms) only on the slow validation path.
     from moe_lint.config.schema import SECTIONS
 
     model = SECTIONS[name]
@@ -366,8 +364,6 @@ def scope_is_canonical(cfg: Config) -> bool:
     Megatron-LM PR #4292 (first in core_v0.18.0) added cuda_graph_modules and deprecated the
     scope; before it a cuda_graph_modules key is no TransformerConfig field at all.
     """
-    from moe_lint.config.versions import below, effective_version, parse_version
-
     return below(effective_version(cfg.versions, "megatron-core"), parse_version("0.18"))
 
 
@@ -376,8 +372,6 @@ def bridge_clears_graph_modules(cfg: Config) -> bool:
     of a model whose cuda_graph_impl is "none" before Megatron-Core migrates the deprecated
     enable_cuda_graph / external_cuda_graph flags (``validate_cuda_graph_configuration``,
     Bridge PR #4607, first in v0.6.0)."""
-    from moe_lint.config.versions import below, effective_version, parse_version
-
     return not below(effective_version(cfg.versions, "bridge"), parse_version("0.6"))
 
 

@@ -28,10 +28,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from moe_lint.bounds import bounded_repr, number_too_long
 from moe_lint.config import fields
 from moe_lint.config.load import ConfigPath
+from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
+from moe_lint.engine.checks.fields import _Walk
 from moe_lint.errors import InputError
 
 # --- Hydra's value lexer (VALUE_MODE of OverrideLexer.g4) --------------------------------
@@ -223,8 +227,6 @@ class _ValueParser:
             return "".join(t.text[1::2] if t.kind == "ESC" else t.text for t in parts)
         token = parts[0]
         if token.kind in ("INT", "FLOAT"):
-            from moe_lint.bounds import number_too_long
-
             too_long = number_too_long(token.text)
             if too_long:
                 raise InputError(too_long)
@@ -314,8 +316,6 @@ def looks_like_override(arg: str) -> bool:
 
 def parse_override(arg: str, argument: int | None = None) -> Override:
     """Parse one override; raise :class:`InputError` with one line on what moe-lint cannot use."""
-    from moe_lint.bounds import bounded_repr
-
     shown = bounded_repr(arg)  # messages echo the argument, bounded (bounds.MAX_REPR_CHARS)
     if arg.startswith("++"):
         prefix = "++"
@@ -422,10 +422,6 @@ class FieldOracle:
     """
 
     def __init__(self, settings: Any = None, preset: str | None = None) -> None:
-        from types import SimpleNamespace
-
-        from moe_lint.engine.checks.fields import _Walk
-
         shim: Any = SimpleNamespace(settings=settings, config=SimpleNamespace(preset=preset))
         self.walk = _Walk(shim)
         self.view = self.walk.view
@@ -514,8 +510,6 @@ def _never_null(parts: ConfigPath) -> bool:
 def _suggest_key(parts: ConfigPath, data: dict[str, Any], oracle: FieldOracle) -> str | None:
     """The known key the user most likely meant (difflib over the section's fields; across all
     sections for a key given without one)."""
-    from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
-
     top = oracle.top()
     names = [str(p) for p in parts]
 

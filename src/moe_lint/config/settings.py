@@ -8,6 +8,7 @@ apply cluster/model settings and ``extra-fields`` to files matching a glob
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -15,14 +16,16 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from moe_lint.bounds import MAX_GPUS, bounded_repr, number_too_long
 from moe_lint.config.memory_settings import memory_settings
+from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import UsageError
 
 
 def _shown(value: object) -> str:
     """A value from a file or command line, echoed bounded (bounds.MAX_REPR_CHARS)."""
-    from moe_lint.bounds import bounded_repr
-
     return bounded_repr(value)
 
 
@@ -88,8 +91,6 @@ class Settings:
 
 
 def _int(value: Any, key: str, where: str) -> int:
-    from moe_lint.bounds import MAX_GPUS, number_too_long
-
     text = str(value).replace("_", "")
     too_long = number_too_long(text)
     if too_long:
@@ -143,8 +144,6 @@ def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Set
         elif norm == "extra-fields":
             out.extra_fields = (*out.extra_fields, *extra_fields(value, f"{where}: {key}"))
         elif norm in _VERSION_KEYS:
-            from moe_lint.config.versions import parse_version
-
             try:
                 out.versions = {**out.versions, norm: parse_version(str(value))}
             except ValueError:
@@ -176,7 +175,6 @@ def parse_directives(text: str, where: str) -> dict[str, str]:
             key, sep, value = token.partition("=")
             if not sep or key.startswith("disable") or key.startswith("enable"):
                 continue
-            from moe_lint.config.versions import package_key
 
             key = package_key(key) or key
             if key.replace("_", "-") not in _CLUSTER_KEYS:
@@ -211,6 +209,7 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
         raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
     if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
         return settings, None
+    # Lazy: tomllib only when a pyproject.toml is found.
     import tomllib
 
     try:
@@ -286,8 +285,6 @@ def relative_to_base(file: str, base: Path | None) -> str:
 
 
 def glob_match(file: str, pattern: str, base: Path | None) -> bool:
-    import fnmatch
-
     rel = relative_to_base(file, base)
     return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(Path(rel).name, pattern)
 
@@ -307,8 +304,6 @@ def model_catalogue() -> dict[str, Any]:
 
 
 def _load_data_yaml(name: str) -> dict[str, Any]:
-    import yaml
-
     path = Path(__file__).resolve().parent.parent / "data" / name
     with path.open(encoding="utf-8") as handle:
         data: dict[str, Any] = yaml.load(

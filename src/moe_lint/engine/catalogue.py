@@ -9,13 +9,23 @@ and checks through the ``moe_lint.rules`` entry-point group.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import yaml
+
 from moe_lint.config import fields
+from moe_lint.config.load import _yaml_error_message
+from moe_lint.config.versions import check_spec, package_key
+from moe_lint.engine import checks
 from moe_lint.engine.expr import (
     CONFIG_FUNCTIONS,
     FACT_NAMES,
@@ -144,8 +154,6 @@ class LazyChecks(dict[str, Any]):
     def __getitem__(self, name: str) -> PythonCheck:
         check = super().__getitem__(name)
         if check is None:
-            import importlib
-
             check = importlib.import_module(self.index[name]).CHECKS[name]
             self[name] = check
         return check  # type: ignore[no-any-return]
@@ -163,15 +171,11 @@ class LazyChecks(dict[str, Any]):
 def builtin_checks(shipped: Any = None) -> dict[str, PythonCheck]:
     """The registered Python checks; ``shipped`` is the compiled catalogue when it is current."""
     if shipped is None:
-        from moe_lint.engine import checks
-
         return LazyChecks(checks.check_index())
     return LazyChecks(dict(shipped.CHECK_INDEX))
 
 
 def _load_yaml(path: Path) -> Any:
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         with path.open(encoding="utf-8") as handle:
@@ -179,8 +183,6 @@ def _load_yaml(path: Path) -> Any:
     except OSError as exc:
         raise RulePackError(f"{path}: cannot read rule pack: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        from moe_lint.config.load import _yaml_error_message
-
         raise RulePackError(
             f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}"
         ) from None
@@ -330,8 +332,6 @@ def _needed_lets(
 
 
 def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
-    from moe_lint.config.versions import check_spec, package_key
-
     if raw is None:
         return ()
     if not isinstance(raw, dict):
@@ -375,8 +375,6 @@ def shipped_hash(rules_dir: Path | None = None, package: Path | None = None) -> 
     ``_compiled_rules.SOURCE_HASH`` is this digest for the files it was generated from; the
     same bytes give the same digest in a checkout and in an installed wheel.
     """
-    import hashlib
-
     rules_dir = rules_dir or builtin_rules_dir()
     package = package or Path(__file__).resolve().parent.parent
     files = [(f"rules/{p.name}", p) for p in sorted(rules_dir.glob("*.yaml"))]
@@ -398,8 +396,6 @@ def shipped_module() -> Any:
     A stale module (packs or engine edited in a checkout since it was generated), a missing or
     broken one, or an unreadable source file: the caller compiles the packs for this run.
     """
-    import importlib
-
     try:
         module = importlib.import_module("moe_lint.engine._compiled_rules")
         current = shipped_hash()
@@ -422,6 +418,7 @@ def _entry_point_plugins() -> list[tuple[str, Any]]:
     """
     found = _scan_entry_points()
     if found is None:
+        # Lazy: importlib.metadata (~10 ms) only when Bridge or entry-point packs are looked up.
         from importlib.metadata import entry_points
 
         found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
@@ -430,10 +427,6 @@ def _entry_point_plugins() -> list[tuple[str, Any]]:
 
 def _scan_entry_points() -> list[tuple[str, str]] | None:
     """The entry points of ENTRY_POINT_GROUP from the metadata folders on sys.path, or None."""
-    import os
-    import sys
-    from importlib.machinery import PathFinder
-
     if any(
         hasattr(finder, "find_distributions") and finder is not PathFinder
         for finder in sys.meta_path
@@ -497,8 +490,6 @@ class _EntryPoint:
         self.value = value
 
     def load(self) -> Any:
-        import importlib
-
         module, _, attr = self.value.partition(":")
         obj: Any = importlib.import_module(module.strip())
         for part in attr.strip().split(".") if attr.strip() else ():

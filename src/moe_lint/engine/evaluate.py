@@ -12,9 +12,11 @@ from moe_lint.analysis.facts import SHOWN
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.load import format_path, parse_path
 from moe_lint.config.normalize import Config
+from moe_lint.config.versions import satisfies, stated_below
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.expr import _LEFT as _BUDGET
 from moe_lint.engine.expr import (
+    BASE_NAMESPACE,
     FUNCTIONS,
     SECTION_NAMES,
     BudgetExceeded,
@@ -96,8 +98,6 @@ class Evaluator:
     """Evaluates compiled rule expressions against one config's facts and sections."""
 
     def __init__(self, ctx: Context) -> None:
-        from moe_lint.engine.expr import BASE_NAMESPACE
-
         self.ctx = ctx
         cfg = ctx.config
         self.base: dict[str, Any] = {name: SectionView(cfg, name) for name in SECTION_NAMES}
@@ -123,8 +123,6 @@ class Evaluator:
 
     def _version_below(self, package: str, text: str) -> bool:
         """Is the version in use (stated, else the newest release) older than ``text``?"""
-        from moe_lint.config.versions import stated_below
-
         settings = self.ctx.settings
         return stated_below(settings.versions if settings is not None else None, package, text)
 
@@ -318,8 +316,6 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
 
 def applies_to_versions(rule: Rule, ctx: Context) -> bool:
     """A version-gated rule runs only for the framework versions it describes."""
-    from moe_lint.config.versions import satisfies
-
     versions = ctx.settings.versions if ctx.settings is not None else {}
     return all(satisfies(versions.get(package), spec, package) for package, spec in rule.versions)
 

@@ -7,6 +7,7 @@ ancestor, or at the top of the file.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -54,8 +55,6 @@ def render_scalar(value: Any, style: str | None = None) -> str:
     if style == "'":
         return "'" + text.replace("'", "''") + "'"
     if style == '"' or not _PLAIN_SAFE.match(text) or text.lower() in _YAML_WORDS:
-        import json
-
         return json.dumps(text)
     return text
 

@@ -30,6 +30,7 @@ import os
 import re
 from functools import cache
 from typing import Any
+from urllib.parse import quote
 
 #: Characters never written raw to a terminal or log: C0 except tab, DEL, C1, the Unicode line
 #: and paragraph separators, bidi controls ("Trojan Source") and lone surrogates.
@@ -183,8 +184,6 @@ _URI_SAFE = "/!$&'()*+,;=:@"
 def uri_path(value: str) -> str:
     """A relative path as a URI reference: its bytes (as ``os.fsencode`` gives them),
     percent-encoded where RFC 3986 does not allow them (spaces, ``%``, ``#``, non-ASCII)."""
-    from urllib.parse import quote
-
     return quote(os.fsencode(value), safe=_URI_SAFE)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from moe_lint.output import escape
 from moe_lint.output.text import Segment
 
 BAR_WIDTH = 36
@@ -49,8 +50,6 @@ def to_json(path: str, est: Any, levers: list[Any], gpu: str | None) -> dict[str
 
 def dumps(payload: list[dict[str, Any]]) -> str:
     """The estimate's JSON through the one JSON escaping layer (any file name, inert bytes)."""
-    from moe_lint.output import escape
-
     return escape.dumps(payload, indent=2) + "\n"
 
 

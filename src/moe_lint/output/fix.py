@@ -11,7 +11,10 @@ with one line (see write_atomic).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -238,8 +241,6 @@ def fix_loop(
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    import difflib
-
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -267,9 +268,6 @@ def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = N
     not be created), a file that vanished or, given ``expected`` (the bytes that were linted),
     changed since it was read. No temporary file is left behind.
     """
-    import stat
-    import tempfile
-
     data = (b"\xef\xbb\xbf" if had_bom else b"") + text.encode("utf-8")
     target = os.path.realpath(path)
     try:

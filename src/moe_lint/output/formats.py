@@ -27,6 +27,7 @@ from moe_lint.engine.findings import (
     InputProblem,
 )
 from moe_lint.output import escape
+from moe_lint.output.text import json_records
 
 #: Where each rule's documentation page lives; `{code}` is replaced. The pages are generated into
 #: docs/rules/ from the rule packs (`python tools/rule_docs.py`).
@@ -79,8 +80,6 @@ def _digest(code: str, uri: str, path: str) -> str:
 
 
 def json_lines(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
-    from moe_lint.output.text import json_records
-
     return "".join(escape.dumps(record) + "\n" for record in json_records(findings, problems))
 
 

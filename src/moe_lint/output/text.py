@@ -155,6 +155,7 @@ def render_plain(rows: Iterable[list[Segment]]) -> str:
 def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
     """Colour the same rows on a terminal (rich imported only here). Text objects, not markup
     strings: a ``[red]`` in a config key is printed, never interpreted."""
+    # Lazy: rich (~30 ms) only for colour output on a terminal.
     from rich.console import Console
     from rich.text import Text
 

@@ -8,6 +8,8 @@ yield :class:`~moe_lint.engine.evaluate.Violation` objects carrying the template
 
 from __future__ import annotations
 
+import importlib
+
 #: Modules whose CHECKS tables make up the built-in registry.
 MODULES = tuple(
     f"moe_lint.engine.checks.{family}"
@@ -21,8 +23,6 @@ MODULES = tuple(
 
 def check_index() -> dict[str, str]:
     """Check name -> the module that defines it (imports every module; cached by rulecache)."""
-    import importlib
-
     index: dict[str, str] = {}
     for module_name in MODULES:
         for name in importlib.import_module(module_name).CHECKS:

@@ -17,16 +17,16 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.settings import preset_fields
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks import reads
+from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
 
 
 def _violation(path: str, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
     return Violation(path=path, params=params)
 
 
@@ -47,8 +47,6 @@ def _model(ctx: Context, key: str) -> Any:
         return None
     value = cfg.get(dotted)
     if value is None and not cfg.explicit(dotted) and cfg.preset:
-        from moe_lint.config.settings import preset_fields
-
         value = preset_fields(cfg.preset).get(key)
     return value
 

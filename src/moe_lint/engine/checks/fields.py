@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
+from moe_lint.config import bridge_classes
+from moe_lint.config.settings import model_catalogue
 from moe_lint.config.suggest import closest, home_order
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ class _Walk:
     """One file's walk over its keys (shared by SCH001 and SCH005)."""
 
     def __init__(self, ctx: Context) -> None:
-        from moe_lint.config import bridge_classes
-
         settings = ctx.settings
         versions = dict(settings.versions) if settings is not None else {}
         self.bridge, self.mcore = bridge_classes.choose(versions)
@@ -242,7 +242,6 @@ class _Walk:
             names_by_release = self._release_names(package, path, classes, exact)
             if key not in self._drift_any[(package, path, tuple(classes), exact)]:
                 continue  # no other release has it (the common case: a cheap test)
-            from moe_lint.config import bridge_classes
 
             known = bridge_classes.releases(package)
             here = known.index(choice.release)
@@ -265,7 +264,6 @@ class _Walk:
         cached = self._drift_names.get(cache_key)
         if cached is not None:
             return cached
-        from moe_lint.config import bridge_classes
 
         choice = self.bridge if package == "bridge" else self.mcore
         known = bridge_classes.releases(package)
@@ -297,9 +295,6 @@ def _preset_classes(view: View, preset: str) -> list[str]:
     (older releases had per-family ones: DeepSeekV3ModelProvider, GPTOSSProvider with its
     yarn_* fields, ...). Empty when the preset names no bridge: no narrowing.
     """
-    from moe_lint.config import bridge_classes
-    from moe_lint.config.settings import model_catalogue
-
     entry = model_catalogue().get(preset) or {}
     text = str(entry.get("bridge") or "")
     if "->" not in text:
@@ -317,9 +312,8 @@ def _preset_classes(view: View, preset: str) -> list[str]:
 
 
 def _active_view(bridge: Choice, mcore: Choice, settings: Any) -> View:
-    from moe_lint.config import bridge_classes
-
     if settings is not None and getattr(settings, "introspect_bridge", False):
+        # Lazy: Bridge introspection (imports torch) is opt-in.
         from moe_lint.config import bridge_introspect
 
         installed = bridge_introspect.installed_view(bridge, mcore)

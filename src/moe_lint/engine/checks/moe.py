@@ -108,7 +108,7 @@ def router_topk_exceeds_experts(ctx: Context) -> Iterator[Violation]:
     topk = r.field("model.moe_router_topk")
     if topk is None or not topk > experts:
         return
-    if r.value("model.moe_router_fusion", False) is True:
+    if r.value("model.moe_router_fusion") is True:
         if r.version_below("transformer-engine", "2.17"):
             how = (
                 "with moe_router_fusion the fused top-k of Transformer Engine < 2.17 never "
@@ -222,8 +222,8 @@ def dropless_moe_without_imbalance_headroom(ctx: Context) -> Iterator[Violation]
         granularity == "full"
         or "moe" in modules
         or "moe_act" in modules
-        or r.value("model.moe_paged_stash", False)
-        or r.value("model.moe_router_force_load_balancing", False)
+        or r.value("model.moe_paged_stash")
+        or r.value("model.moe_router_force_load_balancing")
     )
     topk = r.field("model.moe_router_topk")
     if not (

@@ -82,7 +82,7 @@ def precision_aware_optimizer_prerequisites(ctx: Context) -> Iterator[Violation]
     """OPT002: use_precision_aware_optimizer without adam or the distributed optimizer."""
     r = Reads(ctx)
     dist_known = _dist_known(r)
-    name = r.to_str(r.value("optimizer.optimizer", "adam"))
+    name = r.to_str(r.value("optimizer.optimizer"))
     if name != "adam":
         reason = r.cat("the optimizer is ", name, ", not adam")
     elif dist_known and not r.field("optimizer.use_distributed_optimizer"):
@@ -91,9 +91,7 @@ def precision_aware_optimizer_prerequisites(ctx: Context) -> Iterator[Violation]
         reason = ""
     if (
         r.field("optimizer.use_precision_aware_optimizer")
-        and not (
-            r.value("dist.use_megatron_fsdp", False) or r.value("ddp.use_megatron_fsdp", False)
-        )
+        and not (r.value("dist.use_megatron_fsdp") or r.value("ddp.use_megatron_fsdp"))
         and reason != ""
     ):
         yield Violation("", {"reason": reason})
@@ -122,12 +120,9 @@ def optimizer_offload_prerequisites(ctx: Context) -> Iterator[Violation]:
 
 def _checkpoint_io(r: Reads) -> tuple[str, bool, bool]:
     """(ckpt_format, saving or loading, Megatron-FSDP on) as OPT005/OPT006 read them."""
-    fmt = r.to_str(r.value("checkpoint.ckpt_format", "torch_dist"))
+    fmt = r.to_str(r.value("checkpoint.ckpt_format"))
     saving = r.value("checkpoint.save") is not None or r.value("checkpoint.load") is not None
-    mfsdp = (
-        r.value("ddp.use_megatron_fsdp", False) is True
-        or r.value("dist.use_megatron_fsdp", False) is True
-    )
+    mfsdp = r.value("ddp.use_megatron_fsdp") is True or r.value("dist.use_megatron_fsdp") is True
     return fmt, saving, mfsdp
 
 
@@ -135,7 +130,7 @@ def checkpoint_format_rejected(ctx: Context) -> Iterator[Violation]:
     """OPT005: a ckpt_format Bridge rejects with async_save, without FSDP or without Gloo."""
     r = Reads(ctx)
     fmt, saving, mfsdp = _checkpoint_io(r)
-    if r.value("checkpoint.async_save", False) is True and fmt not in (
+    if r.value("checkpoint.async_save") is True and fmt not in (
         "torch_dist",
         "fsdp_dtensor",
     ):
@@ -147,7 +142,7 @@ def checkpoint_format_rejected(ctx: Context) -> Iterator[Violation]:
     ):
         reason = "ckpt_format fsdp_dtensor works only with Megatron-FSDP"
     elif (
-        r.value("dist.use_gloo_process_groups", True) is False
+        r.value("dist.use_gloo_process_groups") is False
         and r.field("optimizer.use_distributed_optimizer")
         and fmt not in ("torch_dist", "fsdp_dtensor")
     ):
@@ -165,16 +160,11 @@ def megatron_fsdp_settings_rejected(ctx: Context) -> Iterator[Violation]:
     """OPT006: Megatron-FSDP with torch FSDP2, the wrong ckpt_format or manual registration."""
     r = Reads(ctx)
     fmt, saving, mfsdp = _checkpoint_io(r)
-    if (
-        r.value("dist.use_megatron_fsdp", False) is True
-        and r.value("dist.use_torch_fsdp2", False) is True
-    ):
+    if r.value("dist.use_megatron_fsdp") is True and r.value("dist.use_torch_fsdp2", False) is True:
         reason = "dist.use_megatron_fsdp and dist.use_torch_fsdp2 are both true"
     elif saving and fmt != "fsdp_dtensor":
         reason = r.cat("it needs ckpt_format fsdp_dtensor when saving or loading, not ", fmt)
-    elif r.value("ddp.fsdp_manual_registration", False) is True and not r.value(
-        "ddp.nccl_ub", False
-    ):
+    elif r.value("ddp.fsdp_manual_registration") is True and not r.value("ddp.nccl_ub"):
         reason = "ddp.fsdp_manual_registration needs ddp.nccl_ub"
     else:
         reason = ""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config import overrides as ov
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.findings import Argument
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ def _params(problem: ov.OverrideProblem) -> dict[str, Any]:
 
 def _check(kind: str) -> Callable[[Context], Iterator[Violation]]:
     def check(ctx: Context) -> Iterator[Violation]:
-        from moe_lint.engine.evaluate import Violation
-
         for problem in ctx.config.override_problems:
             if problem.kind != kind:
                 continue

@@ -89,9 +89,7 @@ def cuda_device_max_connections_one(ctx: Context) -> Iterator[Violation]:
     """PAR012: CUDA_DEVICE_MAX_CONNECTIONS = 1 with Megatron-FSDP or the UCC PP backend."""
     r = Reads(ctx)
     conn = r.to_str(r.value("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", ""))
-    mfsdp = bool(r.value("ddp.use_megatron_fsdp", False)) or bool(
-        r.value("dist.use_megatron_fsdp", False)
-    )
+    mfsdp = bool(r.value("ddp.use_megatron_fsdp")) or bool(r.value("dist.use_megatron_fsdp"))
     ucc = r.value("model.pipeline_model_parallel_comm_backend", None) == "ucc"
     if not (conn == "1" and (mfsdp or ucc)):
         return

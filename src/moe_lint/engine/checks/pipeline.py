@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis import placement
 from moe_lint.analysis.placement import UNKNOWN_COUNT, LayoutInfo, layout_problems
+from moe_lint.config.settings import model_catalogue
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import SectionView
+from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
@@ -32,8 +35,6 @@ _UNKNOWN = UNKNOWN_COUNT
 
 
 def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
     return Violation(path=path, params=params, derivation=derivation)
 
 
@@ -219,8 +220,6 @@ _MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_ex
 
 def recipe_split(cfg: Config) -> RecipeSplit | None:
     """The recipe split data of the file's model: its --model preset, else a dims match."""
-    from moe_lint.config.settings import model_catalogue
-
     catalogue = model_catalogue()
     name = cfg.preset
     if name is None:
@@ -467,9 +466,6 @@ def layout_not_divisible(ctx: Context) -> Iterator[Violation]:
 
 def layout_vpp_conflict(ctx: Context) -> Iterator[Violation]:
     """An explicit VPP that disagrees with the VPP the layout implies (stages / PP)."""
-    from moe_lint.engine.evaluate import Violation
-    from moe_lint.engine.spans import set_value_edit
-
     cfg = ctx.config
     layout = read_layout(cfg)
     vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
@@ -674,8 +670,6 @@ def p2p_overlap_with_batch(ctx: Context) -> Iterator[Violation]:
     than PP (Megatron-Core derives VPP from it). Bridge's defaults depend on VPP, which a
     recipe may set: without VPP in the file only values written under comm_overlap count.
     """
-    from moe_lint.engine.spans import set_value_edit
-
     cfg = ctx.config
     pp = _need(ctx, "pp")
     vpp = _fact(ctx, "vpp")
@@ -742,8 +736,6 @@ def p2p_warmup_flush(ctx: Context) -> Iterator[Violation]:
 
 
 def _violation_with_edits(path: str, edits: list[Any], **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
     return Violation(path=path, params=params, edits=edits)
 
 

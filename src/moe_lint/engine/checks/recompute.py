@@ -94,8 +94,8 @@ def mhc_recompute_prerequisites(ctx: Context) -> Iterator[Violation]:
     """RCP015: mhc in recompute_modules without what TransformerConfig requires for it."""
     r = Reads(ctx)
     layer_num = r.value("model.mhc_recompute_layer_num", 1)
-    if r.value("model.fine_grained_activation_offloading", False):
-        offload = r.value("model.offload_modules", []) or []
+    if r.value("model.fine_grained_activation_offloading"):
+        offload = r.value("model.offload_modules") or []
         offloaded = [m for m in offload if m in ("attn_norm", "mlp_norm")]
     else:
         offloaded = []

@@ -18,20 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
 
 
 def _violation(path: str, **params: Any) -> Violation:
-    from moe_lint.engine.evaluate import Violation
-
     return Violation(path=path, params=params)
 
 
 def _softmax_and_packing(r: Reads) -> tuple[str, bool]:
     """(softmax_type, packed THD batches) as RT002/RT003 read them."""
-    st = r.to_str(r.value("model.softmax_type", "vanilla"))
+    st = r.to_str(r.value("model.softmax_type"))
     packed = (
         r.value("dataset.enable_offline_packing", False) is True
         or r.value("dataset.enable_in_batch_packing", False) is True
