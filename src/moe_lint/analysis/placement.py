@@ -43,10 +43,6 @@ VPP_PATH = "model.virtual_pipeline_model_parallel_size"
 LAYOUT_PATH = "model.pipeline_model_parallel_layout"
 
 
-#: A layer count the recipe decides (an override file leaves it out): the one UNKNOWN.
-UNKNOWN_COUNT: Any = UNKNOWN
-
-
 # --------------------------------------------------------------------------- layouts
 
 
@@ -103,7 +99,7 @@ def layout_problems(
     """Everything ``PipelineParallelLayerLayout.validate_layer_layout`` would reject.
 
     ``pp`` is None when the real PP is not known (the MTP placement checks need it);
-    ``num_layers``/``mtp`` are :data:`UNKNOWN_COUNT` when the recipe decides.
+    ``num_layers``/``mtp`` are :data:`UNKNOWN` when the recipe decides.
     """
     flat = "".join(stages)
     problems: list[str] = []
@@ -116,10 +112,10 @@ def layout_problems(
     if flat.count("L") > 1:
         problems.append(f"the loss 'L' appears {flat.count('L')} times (exactly once)")
     decoders = flat.count("t")
-    if num_layers is not UNKNOWN_COUNT and num_layers is not None and decoders != num_layers:
+    if num_layers is not UNKNOWN and num_layers is not None and decoders != num_layers:
         problems.append(f"{decoders} transformer layers 't' but num_layers = {num_layers}")
     mtps = flat.count("m")
-    if mtp is not UNKNOWN_COUNT and not (mtps == (mtp or 0) and (mtp is not None or mtps == 0)):
+    if mtp is not UNKNOWN and not (mtps == (mtp or 0) and (mtp is not None or mtps == 0)):
         problems.append(f"{mtps} MTP layers 'm' but mtp_num_layers = {mtp}")
     if "m" in flat and "t" in flat[flat.index("m") :]:
         problems.append("transformer layers 't' must all come before the MTP layers 'm'")
@@ -136,7 +132,7 @@ def layout_problems(
                     f"MTP sits in virtual stage {index} (PP rank {rank}, chunk {chunk}); MTP must "
                     f"be in the last chunk ({vpp - 1}) of its pipeline rank"
                 )
-            elif mtp not in (UNKNOWN_COUNT, None) and stage.count("m") != mtp:
+            elif mtp not in (UNKNOWN, None) and stage.count("m") != mtp:
                 problems.append(
                     f"only {stage.count('m')} of the {mtp} MTP layers are in virtual stage "
                     f"{index}; all MTP layers must share one stage"

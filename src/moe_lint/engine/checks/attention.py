@@ -17,7 +17,6 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.config.settings import preset_fields
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks import reads
 from moe_lint.engine.evaluate import Violation
@@ -37,7 +36,8 @@ def _fact(ctx: Context, name: str) -> Any:
 
 
 def _model(ctx: Context, key: str) -> Any:
-    """``model.<key>``: the file's value, else the model preset's, else None.
+    """``model.<key>``: the file's value, else the model preset's (normalize applied it), else
+    None.
 
     Recipe-provided typed fields the file leaves unset are unknown: None as well.
     """
@@ -45,10 +45,7 @@ def _model(ctx: Context, key: str) -> Any:
     dotted = f"model.{key}"
     if dotted in cfg.unknown:
         return None
-    value = cfg.get(dotted)
-    if value is None and not cfg.explicit(dotted) and cfg.preset:
-        value = preset_fields(cfg.preset).get(key)
-    return value
+    return cfg.get(dotted)
 
 
 def _cp_types(value: Any) -> list[str]:

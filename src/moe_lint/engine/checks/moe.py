@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import Reads, written_or_preset
+from moe_lint.engine.checks.reads import Reads, written_or_unknown
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
 
-_UNKNOWN = UNKNOWN
-_value = written_or_preset
+_value = written_or_unknown
 
 
 def _violation(path: str, **params: Any) -> Violation:
@@ -33,10 +32,10 @@ def group_limited_routing(ctx: Context) -> Iterator[Violation]:
 
     def count(dotted: str) -> Any:
         value = _value(cfg, dotted)
-        return value if isinstance(value, int) and not isinstance(value, bool) else _UNKNOWN
+        return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
 
     group_topk = count("model.moe_router_group_topk")
-    if group_topk is _UNKNOWN or group_topk <= 0:
+    if group_topk is UNKNOWN or group_topk <= 0:
         return
     groups = _value(cfg, "model.moe_router_num_groups")
     experts = count("model.num_moe_experts")

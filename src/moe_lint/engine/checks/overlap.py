@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import Reads, written_or_preset
+from moe_lint.engine.checks.reads import Reads, written_or_unknown
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context
 
-_UNKNOWN = UNKNOWN
-_value = written_or_preset
+_value = written_or_unknown
 
 #: The two model flags a ``comm_overlap`` block overwrites (docs/domain/01 §b.6).
 _EP_OVERLAP_KEYS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute")
@@ -36,7 +35,7 @@ def _violation(path: str, **params: Any) -> Violation:
 
 def _fact(ctx: Context, name: str) -> Any:
     fact = ctx.facts.values.get(name)
-    return fact.value if fact is not None else _UNKNOWN
+    return fact.value if fact is not None else UNKNOWN
 
 
 def _flag_source(cfg: Config, key: str) -> str:
@@ -83,7 +82,7 @@ def ep_overlap_prerequisites(ctx: Context) -> Iterator[Violation]:
     if isinstance(experts, int) and experts <= 1:
         problems.append(f"num_moe_experts is {experts} (needs more than 1)")
     kind = _value(cfg, "model.moe_token_dispatcher_type")
-    if kind is not _UNKNOWN and kind not in ("alltoall", "flex"):
+    if kind is not UNKNOWN and kind not in ("alltoall", "flex"):
         problems.append(f"moe_token_dispatcher_type is {kind} (needs alltoall or flex)")
     vpp = cfg.values.get("model.virtual_pipeline_model_parallel_size")
     if (
@@ -168,7 +167,7 @@ def delay_wgrad_constraints(ctx: Context) -> Iterator[Violation]:
         "attn" in modules
         or (
             "moe_router" in modules
-            and shared not in (None, _UNKNOWN)
+            and shared not in (None, UNKNOWN)
             and not cfg.values.get("model.moe_shared_expert_overlap")
         )
     )

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis import placement
-from moe_lint.analysis.placement import UNKNOWN_COUNT, LayoutInfo, layout_problems
+from moe_lint.analysis.placement import LayoutInfo, layout_problems
+from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.settings import model_catalogue
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.evaluate import Violation
@@ -30,8 +31,6 @@ from moe_lint.errors import NotDerivable
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context, Violation
-
-_UNKNOWN = UNKNOWN_COUNT
 
 
 def _violation(path: str, derivation: str | None = None, **params: Any) -> Violation:
@@ -52,9 +51,9 @@ def _layer_note(cfg: Config) -> str:
 
 
 def _value(cfg: Config, dotted: str, default: Any = None) -> Any:
-    """The effective value, ``_UNKNOWN`` when the recipe decides, ``default`` when unset."""
+    """The effective value, ``UNKNOWN`` when the recipe decides, ``default`` when unset."""
     if dotted in cfg.unknown:
-        return _UNKNOWN
+        return UNKNOWN
     value = cfg.get(dotted)
     return default if value is None else value
 
@@ -436,9 +435,9 @@ def layout_invalid(ctx: Context) -> Iterator[Violation]:
     num_layers = _value(cfg, "model.num_layers")
     mtp_raw = cfg.get("model.mtp_num_layers")
     if "model.mtp_num_layers" in cfg.unknown:
-        mtp: Any = _UNKNOWN
+        mtp: Any = UNKNOWN
     elif mtp_raw is None and not cfg.explicit("model.mtp_num_layers"):
-        mtp = _UNKNOWN  # unset in an override file: the recipe decides
+        mtp = UNKNOWN  # unset in an override file: the recipe decides
     else:
         mtp = mtp_raw
     problems = layout_problems(layout.stages, real_pp, num_layers, mtp)

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.fields import UNKNOWN
-from moe_lint.config.settings import preset_fields
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.expr import FUNCTIONS, SectionView
 from moe_lint.engine.expr import _add as _bounded_add
@@ -95,25 +94,14 @@ class Reads:
         return stated_below(settings.versions if settings is not None else None, package, text)
 
 
-def written_or_preset(cfg: Config, dotted: str) -> Any:
-    """The effective value of ``dotted``, or :data:`UNKNOWN` when the recipe decides it.
-
-    Typed fields use the normalized value (framework default when unset); untyped fields are
-    known only when the file (or a full dump) writes them, else from the model preset.
-    """
-    if dotted in cfg.unknown:
-        return UNKNOWN
-    if dotted in cfg.values:
-        return cfg.values[dotted]
-    raw = cfg.raw_get(dotted, UNKNOWN)
-    if raw is not UNKNOWN:
-        return raw
-    section, _, name = dotted.partition(".")
-    if section == "model" and cfg.preset:
-        preset = preset_fields(cfg.preset)
-        if name in preset:
-            return preset[name]
-    return UNKNOWN
+def written_or_unknown(cfg: Config, dotted: str) -> Any:
+    """:meth:`Config.value` for checks that must not assume the table's default of an untyped
+    field: the normalized value (a typed field's framework default, a preset's value, both
+    applied by normalize), else the written one, else :data:`UNKNOWN`."""
+    value = cfg.value(dotted)
+    if value is UNKNOWN or dotted in cfg.values:
+        return value
+    return cfg.raw_get(dotted, UNKNOWN)
 
 
 # The same reads as functions of the context, for checks that read only a few values.
