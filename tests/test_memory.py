@@ -596,12 +596,12 @@ def test_memory_report_is_up_to_date() -> None:
 
 def _fitting_dumps() -> list[Any]:
     """Accepted dumps on GPUs whose memory is sourced, less the known gaps of issue 12."""
-    from moe_lint.config.settings import GPU_ALIASES, gpu_catalogue
+    from moe_lint.config.settings import GPU_ALIASES, gpu_specs
 
     out = []
     for name, row in sorted(VERDICTS.items()):
         gpu = GPU_ALIASES[name.split("gpu_")[1].split("_")[0]]
-        memory_known = gpu_catalogue()[gpu]["memory"].get("nvidia_smi_total_mib")
+        memory_known = gpu_specs()[gpu]["memory"].get("nvidia_smi_total_mib")
         if row["verdict"] == "ok" and memory_known and name not in MEMORY_MODEL_GAPS:
             marks = [_OVER] if name.removesuffix(".yaml") in _OVER_PREDICTED else []
             out.append(pytest.param(DUMPS / name, marks=marks))
@@ -634,14 +634,14 @@ def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
     from moe_lint.analysis.derive import Cluster, derive
     from moe_lint.config.load import load_file
     from moe_lint.config.normalize import normalize
-    from moe_lint.config.settings import gpu_catalogue
+    from moe_lint.config.settings import gpu_specs
 
     match = re.search(r"_(\d+)gpu_([a-z0-9]+)_", path.name)
     assert match is not None
     from moe_lint.config.settings import GPU_ALIASES
 
     gpu = GPU_ALIASES[match.group(2)]
-    spec = gpu_catalogue()[gpu]
+    spec = gpu_specs()[gpu]
     cfg = normalize(load_file(str(path)))
     derived = derive(cfg, Cluster(gpus=int(match.group(1)), gpu=gpu, gpu_spec=spec))
     f = {k: fact.value for k, fact in derived.values.items()}

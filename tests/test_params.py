@@ -18,12 +18,12 @@ from moe_lint.analysis.params import (
     moe_layer_pattern,
     parse_pattern,
 )
-from moe_lint.config.settings import model_catalogue, preset_fields
+from moe_lint.config.settings import model_presets, preset_fields
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / "src" / "moe_lint" / "data" / "models.yaml"
 CHECK_MD = REPO / "tests" / "data" / "models-check.md"
-PRESETS = sorted(model_catalogue())
+PRESETS = sorted(model_presets())
 
 
 def _param_check() -> dict[str, dict[str, int]]:
@@ -193,7 +193,7 @@ def test_published_figures(name: str, figure: str, counts: dict[str, ParamCounts
 
 def test_every_preset_has_published_figures() -> None:
     assert set(PUBLISHED) == set(PRESETS)
-    catalogue = model_catalogue()
+    catalogue = model_presets()
     for name in PRESETS:
         total = catalogue[name]["published_params"]["total"]
         assert math.isclose(_label(PUBLISHED[name]["total"][1])[0], total)
@@ -310,7 +310,7 @@ def test_moe_layer_freq_forms() -> None:
 
 
 def test_dense_layer_indices_agree_with_moe_layer_freq() -> None:
-    for name, entry in model_catalogue().items():
+    for name, entry in model_presets().items():
         arch = Arch.from_preset(name)
         dense = [i for i, (_, f) in enumerate(arch.layers) if f == "dense"]
         assert dense == list(entry.get("dense_layer_indices") or []), name

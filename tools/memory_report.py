@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from moe_lint.analysis.memory import GIB, Estimate, MemorySettings, estimate  # noqa: E402
-from moe_lint.config.settings import gpu_catalogue, preset_fields  # noqa: E402
+from moe_lint.config.settings import gpu_specs, preset_fields  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _generated import write_or_check  # noqa: E402
@@ -201,7 +201,7 @@ def _run_overrides(run: dict[str, Any]) -> dict[str, Any]:
 
 def capacity_gib(gpu: str) -> float:
     """CUDA-visible memory of the measurement's GPU (data/gpus.yaml cuda_total_mib)."""
-    spec = gpu_catalogue()[GPUS.get(gpu, gpu)]
+    spec = gpu_specs()[GPUS.get(gpu, gpu)]
     return float(spec["memory"]["cuda_total_mib"]) / 1024
 
 

@@ -15,7 +15,7 @@ from moe_lint.config.settings import (
     Settings,
     apply_cluster,
     glob_match,
-    gpu_catalogue,
+    gpu_specs,
     parse_directives,
     preset_fields,
 )
@@ -104,7 +104,7 @@ def prepare(
         gpus=file_settings.world(),
         gpus_per_node=file_settings.gpus_per_node,
         gpu=file_settings.gpu,
-        gpu_spec=gpu_catalogue()[file_settings.gpu] if file_settings.gpu else None,
+        gpu_spec=gpu_specs()[file_settings.gpu] if file_settings.gpu else None,
         versions=dict(file_settings.versions),
     )
     facts = derive(cfg, cluster)

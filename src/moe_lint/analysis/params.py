@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from moe_lint.config.settings import model_catalogue
+from moe_lint.config.settings import model_presets
 
 # --------------------------------------------------------------------------------------------
 # Megatron pattern strings ("([0]*3+[1]*58)", "(['sliding','full']*18)") without eval
@@ -260,7 +260,7 @@ class Arch:
     @classmethod
     def from_preset(cls, name: str) -> Arch:
         """Build from a models.yaml entry (OLMoE's full-width q/k norms come from its type)."""
-        entry = dict(model_catalogue()[name])
+        entry = dict(model_presets()[name])
         if entry.get("hf_model_type") == "olmoe":
             entry["qk_layernorm_full_width"] = True
         return cls.from_mapping(entry)

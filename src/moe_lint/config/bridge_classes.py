@@ -33,7 +33,7 @@ DISPLAY = {"bridge": "Bridge", "megatron-core": "Megatron-Core"}
 
 @cache
 def data() -> dict[str, Any]:
-    """The shipped catalogue (``data/bridge_classes.json``)."""
+    """The shipped class table (``data/bridge_classes.json``)."""
     path = Path(__file__).resolve().parent.parent / "data" / "bridge_classes.json"
     with path.open(encoding="utf-8") as handle:
         loaded: dict[str, Any] = json.load(handle)
@@ -50,12 +50,12 @@ def releases(package: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Choice:
-    """The catalogued release used for one package, and how it relates to the stated one."""
+    """The recorded release used for one package, and how it relates to the stated one."""
 
     release: str
     #: The version the user stated (None: not stated, the newest release is assumed).
     stated: Version | None = None
-    #: "newer"/"older" when the stated version lies outside the catalogued releases.
+    #: "newer"/"older" when the stated version lies outside the recorded releases.
     outside: str | None = None
 
     def describe(self, package: str) -> str:

@@ -6,11 +6,11 @@ it only when ``[tool.moe-lint] introspect-bridge = true`` and
 classes read are what ``_apply_overrides`` tests: ``dataclasses.fields()`` and the class
 attributes of ConfigContainer's sections, of their loaded subclasses, and of a dump's
 ``_target_`` classes (imported only under ``megatron.`` without private segments, Bridge's own
-allowlist rule). The result has the shape of the shipped catalogue's entries and is cached per
+allowlist rule). The result has the shape of the shipped class table's entries and is cached per
 installed version (``$MOE_LINT_CACHE_DIR``), so later runs import nothing.
 
 When the user states a ``--bridge`` version whose major.minor differs from the installed one,
-the shipped catalogue for the stated release is used instead.
+the shipped class table for the stated release is used instead.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ from typing import Any, NamedTuple
 
 from moe_lint.bounds import bounded_repr, number_too_long
 from moe_lint.config import fields
+from moe_lint.config.known_keys import KeyWalk
 from moe_lint.config.load import ConfigPath
 from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
-from moe_lint.engine.checks.fields import _Walk
 from moe_lint.errors import InputError
 
 # --- Hydra's value lexer (VALUE_MODE of OverrideLexer.g4) --------------------------------
@@ -414,7 +414,7 @@ def _through_scalar(data: dict[str, Any], parts: ConfigPath) -> bool:
 
 class FieldOracle:
     """Which keys are in the dict Bridge builds from the recipe, from the same per-class,
-    per-release catalogue SCH001 uses (:mod:`moe_lint.engine.checks.fields`, :mod:`bridge_classes`).
+    per-release class table SCH001 uses (:mod:`known_keys`, :mod:`bridge_classes`).
 
     A section's class is its ``_target_`` when the file names a known one; otherwise the recipe
     decides, so a key is missing only when no class the section can hold has it (``--model``
@@ -423,9 +423,9 @@ class FieldOracle:
 
     def __init__(self, settings: Any = None, preset: str | None = None) -> None:
         shim: Any = SimpleNamespace(settings=settings, config=SimpleNamespace(preset=preset))
-        self.walk = _Walk(shim)
+        self.walk = KeyWalk(shim)
         self.view = self.walk.view
-        #: A stated release outside the catalogue: moe-lint cannot tell which fields exist.
+        #: A stated release outside the class table: moe-lint cannot tell which fields exist.
         self.blind = bool(
             [c for c in (self.walk.bridge, self.walk.mcore) if c.outside]
             and not self.walk.installed

@@ -73,9 +73,9 @@ class Settings:
     rules: list[str] = field(default_factory=list)
     #: Raw memory-model settings ([tool.moe-lint.memory], --memory NAME=VALUE).
     memory: dict[str, Any] = field(default_factory=dict)
-    #: Dotted key paths SCH001 accepts besides the catalogue (``model.crossattn_emb_size``).
+    #: Dotted key paths SCH001 accepts besides the field table (``model.crossattn_emb_size``).
     extra_fields: tuple[str, ...] = ()
-    #: Read the config classes from an importable Megatron Bridge instead of the catalogue.
+    #: Read the config classes from an importable Megatron Bridge, not the shipped class table.
     introspect_bridge: bool = False
     #: Where pyproject.toml was found (globs and pack paths are relative to it).
     base_dir: Path | None = None
@@ -114,7 +114,7 @@ def _int(value: Any, key: str, where: str) -> int:
 def normalize_gpu(name: str, where: str) -> str:
     key = name.strip().lower()
     key = GPU_ALIASES.get(key, key)
-    if key not in gpu_catalogue():
+    if key not in gpu_specs():
         choices = ", ".join(GPU_ALIASES)
         raise UsageError(f"{where}: unknown GPU {_shown(name)} (choose from {choices})")
     return key
@@ -290,14 +290,14 @@ def glob_match(file: str, pattern: str, base: Path | None) -> bool:
 
 
 @cache
-def gpu_catalogue() -> dict[str, Any]:
+def gpu_specs() -> dict[str, Any]:
     data = _load_data_yaml("gpus.yaml")
     gpus: dict[str, Any] = data["gpus"]
     return gpus
 
 
 @cache
-def model_catalogue() -> dict[str, Any]:
+def model_presets() -> dict[str, Any]:
     data = _load_data_yaml("models.yaml")
     models: dict[str, Any] = data["models"]
     return models
@@ -314,7 +314,7 @@ def _load_data_yaml(name: str) -> dict[str, Any]:
 
 def normalize_model(name: str, where: str) -> str:
     key = name.strip().lower()
-    models = model_catalogue()
+    models = model_presets()
     if key in models:
         return key
     for model_key, entry in models.items():
@@ -330,7 +330,7 @@ def normalize_model(name: str, where: str) -> str:
 def default_gpus_per_node(gpu: str | None) -> int:
     if gpu is None:
         return 8
-    spec = gpu_catalogue()[gpu]
+    spec = gpu_specs()[gpu]
     return int(spec.get("nvlink", {}).get("gpus_per_node") or 8)
 
 
@@ -344,5 +344,5 @@ _PRESET_SKIP = {
 
 def preset_fields(model: str) -> dict[str, Any]:
     """Model fields a preset supplies (values written in the config win over these)."""
-    entry = model_catalogue()[model]
+    entry = model_presets()[model]
     return {k: v for k, v in entry.items() if k not in _PRESET_SKIP and v is not None}

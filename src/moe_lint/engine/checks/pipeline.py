@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.analysis import placement
 from moe_lint.analysis.placement import LayoutInfo, layout_problems
 from moe_lint.config.fields import UNKNOWN
-from moe_lint.config.settings import model_catalogue
+from moe_lint.config.settings import model_presets
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import SectionView
@@ -219,7 +219,7 @@ _MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_ex
 
 def recipe_split(cfg: Config) -> RecipeSplit | None:
     """The recipe split data of the file's model: its --model preset, else a dims match."""
-    catalogue = model_catalogue()
+    catalogue = model_presets()
     name = cfg.preset
     if name is None:
         dims = {}

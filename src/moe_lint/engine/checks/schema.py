@@ -1,7 +1,7 @@
 """Python checks for the schema rule family (rules/schema.yaml, SCH codes).
 
 Values Bridge's dataclasses reject, duplicate keys, unresolved interpolations, and the unknown
-keys of :mod:`moe_lint.engine.checks.fields`'s walk (SCH001 certain, SCH005 cannot tell).
+keys of :mod:`moe_lint.config.known_keys`'s walk (SCH001 certain, SCH005 cannot tell).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.known_keys import key_problems
 from moe_lint.config.load import format_path
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.fields import key_problems
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ on the release, so the walk asks :mod:`moe_lint.config.bridge_classes`:
   class the section can hold has it (``--model`` narrows ``model`` to the preset's provider);
 * ``extra-fields`` in ``[tool.moe-lint]`` (and ``per-file``) adds keys for private providers
   and forks;
-* a key no known class has, under a ``_target_`` class the catalogue does not know, or for a
-  stated version outside the catalogued releases, is only reported at info (SCH005): moe-lint
+* a key no known class has, under a ``_target_`` class the class table does not know, or for a
+  stated version outside the recorded releases, is only reported at info (SCH005): moe-lint
   cannot tell whether Bridge keeps it.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.config import bridge_classes
-from moe_lint.config.settings import model_catalogue
+from moe_lint.config.settings import model_presets
 from moe_lint.config.suggest import closest, home_order
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _short(qualname: str) -> str:
     return qualname.rpartition(".")[2]
 
 
-class _Walk:
+class KeyWalk:
     """One file's walk over its keys (shared by SCH001 and SCH005)."""
 
     def __init__(self, ctx: Context) -> None:
@@ -235,7 +235,7 @@ class _Walk:
         return sections[0] if sections else None
 
     def _drift(self, path: str, key: str, classes: list[str], exact: bool) -> str | None:
-        """ "Bridge 0.3.1 (added by 0.4.2)" when another catalogued release has the key."""
+        """ "Bridge 0.3.1 (added by 0.4.2)" when another recorded release has the key."""
         if self.installed:
             return None
         for package, choice in (("bridge", self.bridge), ("megatron-core", self.mcore)):
@@ -258,7 +258,7 @@ class _Walk:
     def _release_names(
         self, package: str, path: str, classes: list[str], exact: bool
     ) -> list[tuple[int, frozenset[str]]]:
-        """The field names ``path`` holds in each other catalogued release of ``package``,
+        """The field names ``path`` holds in each other recorded release of ``package``,
         computed once per path (not once per unknown key)."""
         cache_key = (package, path, tuple(classes), exact)
         cached = self._drift_names.get(cache_key)
@@ -295,7 +295,7 @@ def _preset_classes(view: View, preset: str) -> list[str]:
     (older releases had per-family ones: DeepSeekV3ModelProvider, GPTOSSProvider with its
     yarn_* fields, ...). Empty when the preset names no bridge: no narrowing.
     """
-    entry = model_catalogue().get(preset) or {}
+    entry = model_presets().get(preset) or {}
     text = str(entry.get("bridge") or "")
     if "->" not in text:
         return []
@@ -330,6 +330,6 @@ def key_problems(ctx: Context) -> list[KeyProblem]:
     raw: Any = ctx.config.doc.data
     for part in ctx.config.root:
         raw = raw[part]
-    problems = _Walk(ctx).run(raw) if isinstance(raw, dict) else []
+    problems = KeyWalk(ctx).run(raw) if isinstance(raw, dict) else []
     ctx._key_problems = problems  # type: ignore[attr-defined]
     return list(problems)
