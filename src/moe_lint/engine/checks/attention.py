@@ -19,20 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks import reads
+from moe_lint.engine.checks.reads import derived as _fact
+from moe_lint.engine.checks.reads import to_int as _int
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
-
-
-def _fact(ctx: Context, name: str) -> Any:
-    """A derived fact's value, or None when it could not be computed."""
-    fact = ctx.facts.values.get(name)
-    return None if fact is None else fact.value
 
 
 def _model(ctx: Context, key: str) -> Any:
@@ -60,15 +53,6 @@ def _show_types(value: Any) -> str:
         kinds = sorted(set(_cp_types(value)))
         return f"a per-layer list ({', '.join(kinds)})"
     return repr(value or "p2p")
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _heads(ctx: Context) -> tuple[int, int] | None:

@@ -12,21 +12,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import derived as _fact
 from moe_lint.engine.checks.reads import fact, field, known, value
+from moe_lint.engine.checks.reads import int_or_none as _int
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _fact(ctx: Context, name: str) -> Any:
-    """A fact already derived for this file, else None (eval-batch never derives one)."""
-    found = ctx.facts.values.get(name)
-    return None if found is None else found.value
 
 
 def eval_batch(ctx: Context) -> Iterator[Violation]:

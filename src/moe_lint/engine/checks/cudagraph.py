@@ -19,14 +19,11 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.config.normalize import scope_is_canonical
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import field, value
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,16 +14,13 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads, written_or_unknown
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
 
 _value = written_or_unknown
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def group_limited_routing(ctx: Context) -> Iterator[Violation]:

@@ -18,14 +18,11 @@ from moe_lint.engine.checks.precision import (
     raw_value,
 )
 from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def optimizer_step_overlap_buffer_reuse(ctx: Context) -> Iterator[Violation]:

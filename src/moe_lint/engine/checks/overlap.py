@@ -16,6 +16,7 @@ from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads, written_or_unknown
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 
@@ -27,10 +28,6 @@ _value = written_or_unknown
 
 #: The two model flags a ``comm_overlap`` block overwrites (docs/domain/01 §b.6).
 _EP_OVERLAP_KEYS = ("overlap_moe_expert_parallel_comm", "delay_wgrad_compute")
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def _fact(ctx: Context, name: str) -> Any:

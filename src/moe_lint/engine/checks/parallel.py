@@ -8,30 +8,17 @@ Rules whose expressions grew too long for data, read through
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.checks.reads import derived as _fact
+from moe_lint.engine.checks.reads import to_int as _int
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
-
-
-def _fact(ctx: Context, name: str) -> Any:
-    """A derived fact's value, or None when it could not be computed."""
-    fact = ctx.facts.values.get(name)
-    return None if fact is None else fact.value
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def sequence_parallel_at_tp1(ctx: Context) -> Iterator[Violation]:

@@ -23,6 +23,8 @@ from moe_lint.analysis.placement import LayoutInfo, layout_problems
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.settings import model_presets
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import derived as _fact
+from moe_lint.engine.checks.reads import int_or_none as _int
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import SectionView
 from moe_lint.engine.spans import set_value_edit
@@ -56,15 +58,6 @@ def _value(cfg: Config, dotted: str, default: Any = None) -> Any:
         return UNKNOWN
     value = cfg.get(dotted)
     return default if value is None else value
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _fact(ctx: Context, name: str) -> Any:
-    fact = ctx.facts.values.get(name)
-    return None if fact is None else fact.value
 
 
 def _pp_is_real(cfg: Config) -> bool:

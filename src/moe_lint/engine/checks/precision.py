@@ -20,15 +20,12 @@ from moe_lint.config.mixed_precision import DEFAULT_RECIPE, MP_DEFAULTS, recipe_
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def _show(value: Any) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.versions import stated_below
+from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import FUNCTIONS, SectionView
 from moe_lint.engine.expr import _add as _bounded_add
 from moe_lint.errors import NotDerivable
@@ -131,3 +132,32 @@ def known(ctx: Context, dotted: str) -> bool:
 def fact(ctx: Context, name: str) -> Any:
     """A derived fact by name, as a bare name in an expression reads it."""
     return Reads(ctx).fact(name)
+
+
+# Small helpers every family module used to copy.
+
+
+def violation(path: str, **params: Any) -> Violation:
+    """A finding at ``path`` whose message template reads ``params``."""
+    return Violation(path=path, params=params)
+
+
+def derived(ctx: Context, name: str) -> Any:
+    """A fact already derived for this file, else None (does not resolve a lazy fact)."""
+    found = ctx.facts.values.get(name)
+    return None if found is None else found.value
+
+
+def to_int(value: Any) -> int | None:
+    """``value`` as an int (``"8"`` and ``8.0`` too), None for booleans, None and non-numbers."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` when it is an int (not a bool), else None: no conversion."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

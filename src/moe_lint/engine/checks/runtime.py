@@ -14,18 +14,15 @@ Transformer Engine cannot pick for the config. The precision checks are in
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context, Violation
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def _softmax_and_packing(r: Reads) -> tuple[str, bool]:

@@ -7,19 +7,16 @@ keys of :mod:`moe_lint.config.known_keys`'s walk (SCH001 certain, SCH005 cannot 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moe_lint.config.known_keys import key_problems
 from moe_lint.config.load import format_path
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
     from moe_lint.engine.evaluate import Context
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
 
 
 def type_problems(ctx: Context) -> Iterator[Violation]:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moe_lint.engine.catalogue import PythonCheck
+from moe_lint.engine.checks.reads import derived as _fact
+from moe_lint.engine.checks.reads import to_int as _int
+from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
 
@@ -35,25 +38,6 @@ _SFT_KEYS = (
 )  # fmt: skip
 #: Keys only the pretraining GPTDatasetConfig has.
 _PRETRAIN_KEYS = ("blend", "blend_per_split", "data_path", "split", "mock", "mmap_bin_files")
-
-
-def _violation(path: str, **params: Any) -> Violation:
-    return Violation(path=path, params=params)
-
-
-def _fact(ctx: Context, name: str) -> Any:
-    """A derived fact's value, or None when it could not be computed."""
-    fact = ctx.facts.values.get(name)
-    return None if fact is None else fact.value
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _dataset_class(ctx: Context) -> str | None:
