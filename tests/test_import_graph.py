@@ -31,3 +31,21 @@ def test_a_cycle_is_found() -> None:
     b_to_a = graph.Edge("moe_lint.b", "moe_lint.a", 5, True, "reason")
     found = graph.cycles({"moe_lint.a", "moe_lint.b"}, [a_to_b, b_to_a])
     assert found == [["moe_lint.a", "moe_lint.b"]]
+
+
+#: The data path's order: a package may import the ones before it, never one after it.
+LAYERS = ("config", "analysis", "engine", "output")
+
+
+def test_packages_import_only_earlier_stages() -> None:
+    graph = load_tool("import_graph")
+    modules, edges = graph.collect()
+    backwards = []
+    for e in edges:
+        if e.target not in modules:
+            continue
+        src, dst = e.source.split("."), e.target.split(".")
+        staged = len(src) > 2 and len(dst) > 2 and src[1] in LAYERS and dst[1] in LAYERS
+        if staged and LAYERS.index(dst[1]) > LAYERS.index(src[1]):
+            backwards.append(f"{e.source}:{e.line} -> {e.target}")
+    assert backwards == []

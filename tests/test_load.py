@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from moe_lint.config.load import decode, format_path, parse_path, parse_text
-from moe_lint.engine.spans import location, set_value_edit
+from moe_lint.config.load import decode, format_path, location, parse_path, parse_text
+from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import InputError
 from moe_lint.output.fix import apply_edits
 

@@ -16,9 +16,9 @@ from typing import Any
 from moe_lint.analysis import facts as registry
 from moe_lint.analysis.derive import Facts
 from moe_lint.bounds import bounded_repr
+from moe_lint.config.load import location
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.normalize import Config
-from moe_lint.engine.spans import location
 from moe_lint.errors import InputError
 
 

@@ -586,3 +586,26 @@ def load_file(path: str) -> Document:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
     text, had_bom = decode(raw, path)
     return parse_text(text, path, had_bom)
+
+
+def find_span(doc: Document, path: ConfigPath) -> tuple[Span | None, ConfigPath]:
+    """The span of ``path`` or of its nearest ancestor present in the document."""
+    probe = path
+    while probe:
+        span = doc.spans.get(probe)
+        if span is not None:
+            return span, probe
+        probe = probe[:-1]
+    return None, ()
+
+
+def location(doc: Document, path: ConfigPath) -> tuple[int, int, int, int]:
+    """(line, column, end_line, end_column), 1-based, for a finding at ``path``."""
+    span, _ = find_span(doc, path)
+    if span is None:
+        return 1, 1, 1, 1
+    start = span.key_start or span.value_start
+    end = span.value_end if span.scalar else (span.key_end or span.value_start)
+    if end.line < start.line or (end.line == start.line and end.column < start.column):
+        end = start
+    return start.line, start.column, end.line, end.column

@@ -10,7 +10,7 @@ from typing import Any
 from moe_lint.analysis.derive import Facts
 from moe_lint.analysis.facts import SHOWN
 from moe_lint.config.fields import UNKNOWN
-from moe_lint.config.load import format_path, parse_path
+from moe_lint.config.load import format_path, location, parse_path
 from moe_lint.config.normalize import Config
 from moe_lint.config.versions import satisfies, stated_below
 from moe_lint.engine.catalogue import Catalogue, Rule
@@ -25,7 +25,7 @@ from moe_lint.engine.expr import (
     reset_budget,
 )
 from moe_lint.engine.findings import Argument, Edit, Finding
-from moe_lint.engine.spans import location, set_value_edit
+from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
 
 #: Facts whose derivation is worth printing under a finding (sizes alone are not): those the

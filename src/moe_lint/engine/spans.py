@@ -18,29 +18,6 @@ _PLAIN_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-+/]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 
 
-def find_span(doc: Document, path: ConfigPath) -> tuple[Span | None, ConfigPath]:
-    """The span of ``path`` or of its nearest ancestor present in the document."""
-    probe = path
-    while probe:
-        span = doc.spans.get(probe)
-        if span is not None:
-            return span, probe
-        probe = probe[:-1]
-    return None, ()
-
-
-def location(doc: Document, path: ConfigPath) -> tuple[int, int, int, int]:
-    """(line, column, end_line, end_column), 1-based, for a finding at ``path``."""
-    span, _ = find_span(doc, path)
-    if span is None:
-        return 1, 1, 1, 1
-    start = span.key_start or span.value_start
-    end = span.value_end if span.scalar else (span.key_end or span.value_start)
-    if end.line < start.line or (end.line == start.line and end.column < start.column):
-        end = start
-    return start.line, start.column, end.line, end.column
-
-
 def render_scalar(value: Any, style: str | None = None) -> str:
     """A YAML rendering of ``value`` that reads back as the same value."""
     if value is None:
