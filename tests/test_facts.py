@@ -27,9 +27,6 @@ from moe_lint.errors import InputError, RulePackError
 from moe_lint.lint import prepare
 
 SRC = REPO / "src" / "moe_lint"
-#: Pipeline facts no rule, check or model reads yet: the pipeline placement (issue 11, "one
-#: pipeline placement") replaces them. Remove a name here once it is read or removed.
-AWAITING_PLACEMENT: set[str] = set()
 
 
 def _fixture_facts() -> list[tuple[str, set[str]]]:
@@ -159,11 +156,9 @@ def _readers(catalogue: Catalogue) -> dict[str, set[str]]:
 
 def test_every_registered_fact_has_a_reader(catalogue: Catalogue) -> None:
     unread = {name for name, who in _readers(catalogue).items() if not who}
-    assert unread == AWAITING_PLACEMENT, (
-        f"no rule, check or model reads {sorted(unread - AWAITING_PLACEMENT)}: remove them "
-        "from analysis/facts.py and their code"
-        if unread - AWAITING_PLACEMENT
-        else f"now read or gone: {sorted(AWAITING_PLACEMENT - unread)}: update AWAITING_PLACEMENT"
+    assert unread == set(), (
+        f"no rule, check or model reads {sorted(unread)}: remove them from analysis/facts.py "
+        "and their code"
     )
 
 

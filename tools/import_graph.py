@@ -67,7 +67,7 @@ def _is_type_checking(node: ast.If) -> bool:
 def _comment_above(lines: list[str], lineno: int) -> str:
     """The comment right above an import, or above the run of imports it belongs to."""
     index = lineno - 2
-    while index >= 0 and lines[index].strip().startswith(("from ", "import ", ")", "    ")):
+    while index >= 0 and lines[index].strip().startswith(("from ", "import ", ")")):
         if lines[index].strip().startswith("#"):
             break
         index -= 1

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from moe_lint.analysis.placement import place
 from moe_lint.config.normalize import Config
 from moe_lint.config.versions import NEWEST_RELEASED
+from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -65,6 +66,15 @@ class Facts:
         for key in [k for k, v in self.lazy.items() if v is loader]:
             del self.lazy[key]
         loader()
+
+    def require(self, name: str) -> Any:
+        """The fact's value (loading it if lazy), or NotDerivable with the reason it is missing:
+        a rule that needs it does not apply to this file."""
+        self.resolve(name)
+        fact = self.values.get(name)
+        if fact is None:
+            raise NotDerivable(name, self.missing.get(name, "not available"))
+        return fact.value
 
 
 def pow2_round(x: float) -> int:

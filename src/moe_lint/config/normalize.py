@@ -127,6 +127,21 @@ class Config:
             dotted not in self.origin and self.raw_get(dotted, UNKNOWN) is not UNKNOWN
         )
 
+    def stated(self, dotted: str) -> bool:
+        """The file states ``dotted``: a full dump writes every field down, an override file
+        only what it sets."""
+        return self.form == "full-dump" or self.explicit(dotted)
+
+    def value_or(self, dotted: str, otherwise: Any = None) -> Any:
+        """:meth:`value`, or ``otherwise`` where there is no value to compute with (UNKNOWN or
+        null): a rule's or check's stated reading of "no value", never a second default."""
+        result = self.value(dotted)
+        return otherwise if result is UNKNOWN or result is None else result
+
+    def known(self, dotted: str) -> bool:
+        """The field has a value: neither UNKNOWN (a recipe decides) nor null."""
+        return self.value(dotted) not in (UNKNOWN, None)
+
     def physical(self, dotted_or_path: str | ConfigPath) -> ConfigPath:
         """Config path below the root -> path in the YAML document."""
         if isinstance(dotted_or_path, str):

@@ -9,7 +9,6 @@ from typing import Any
 
 from moe_lint.analysis.derive import Facts
 from moe_lint.analysis.facts import SHOWN
-from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.load import format_path, location, parse_path
 from moe_lint.config.normalize import Config
 from moe_lint.config.versions import satisfies, stated_below
@@ -85,13 +84,9 @@ class _Namespace(dict[str, Any]):
     def __missing__(self, name: str) -> Any:
         if name in self.locals:
             return self.locals[name]
-        facts = self.facts
-        facts.resolve(name)
-        fact = facts.values.get(name)
-        if fact is not None:
-            self[name] = fact.value
-            return fact.value
-        raise NotDerivable(name, facts.missing.get(name, "not available"))
+        value = self.facts.require(name)
+        self[name] = value
+        return value
 
 
 class Evaluator:
@@ -103,9 +98,8 @@ class Evaluator:
         self.base: dict[str, Any] = {name: SectionView(cfg, name) for name in SECTION_NAMES}
         functions = dict(FUNCTIONS)
         functions["explicit"] = cfg.explicit
-        # In a full dump every field is written down; in an override file only what it sets.
-        functions["stated"] = lambda dotted: cfg.form == "full-dump" or cfg.explicit(dotted)
-        functions["known"] = lambda dotted: cfg.value(dotted) not in (UNKNOWN, None)
+        functions["stated"] = cfg.stated
+        functions["known"] = cfg.known
         functions["value"] = self._value
         functions["fact"] = self._fact
         functions["version_below"] = self._version_below
@@ -141,8 +135,7 @@ class Evaluator:
         override file) or null. It is the rule's stated reading of "no value", never a default:
         a field whose table default is not null gets that default, whatever ``otherwise`` says.
         """
-        result = self.ctx.config.value(dotted)
-        return otherwise if result is UNKNOWN or result is None else result
+        return self.ctx.config.value_or(dotted, otherwise)
 
     def eval(self, compiled: Any) -> Any:
         # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins,
@@ -160,11 +153,7 @@ class Evaluator:
             return self.base[section]._read(attr)
         if name in self.locals:
             return self.locals[name]
-        self.ctx.facts.resolve(name)
-        fact = self.ctx.facts.values.get(name)
-        if fact is not None:
-            return fact.value
-        raise NotDerivable(name, self.ctx.facts.missing.get(name, "not available"))
+        return self.ctx.facts.require(name)
 
 
 def _derivation(rule: Rule, ctx: Context, extra: str | None) -> str | None:

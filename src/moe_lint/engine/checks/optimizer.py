@@ -47,7 +47,7 @@ _STATE_DTYPES = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_
 def optimizer_state_dtypes(ctx: Context) -> Iterator[Violation]:
     """Non-fp32 optimizer state dtypes without the precision-aware optimizer."""
     cfg = ctx.config
-    aware_known = cfg.form == "full-dump" or cfg.explicit("optimizer.use_precision_aware_optimizer")
+    aware_known = cfg.stated("optimizer.use_precision_aware_optimizer")
     if not aware_known or cfg.get("optimizer.use_precision_aware_optimizer"):
         return
     for name in _STATE_DTYPES:

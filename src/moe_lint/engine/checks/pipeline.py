@@ -28,7 +28,6 @@ from moe_lint.engine.checks.reads import int_or_none as _int
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import SectionView
 from moe_lint.engine.spans import set_value_edit
-from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -597,10 +596,7 @@ def _known(cfg: Config, dotted: str) -> bool:
 
 def _need(ctx: Context, name: str) -> Any:
     """A derived fact the rule cannot do without (missing: the rule does not apply)."""
-    fact = ctx.facts.values.get(name)
-    if fact is None:
-        raise NotDerivable(name, ctx.facts.missing.get(name, "not available"))
-    return fact.value
+    return ctx.facts.require(name)
 
 
 def counts_with_flags(ctx: Context) -> Iterator[Violation]:

@@ -28,7 +28,6 @@ from moe_lint.config.versions import stated_below
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import FUNCTIONS, SectionView
 from moe_lint.engine.expr import _add as _bounded_add
-from moe_lint.errors import NotDerivable
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -50,26 +49,19 @@ class Reads:
         return SectionView(self.cfg, section)._read(attr)
 
     def value(self, dotted: str, otherwise: Any = None) -> Any:
-        """``value(dotted, otherwise)``: the effective value (Config.value), or ``otherwise``
-        when that is UNKNOWN or null."""
-        result = self.cfg.value(dotted)
-        return otherwise if result is UNKNOWN or result is None else result
+        """``value(dotted, otherwise)``: :meth:`Config.value_or`."""
+        return self.cfg.value_or(dotted, otherwise)
 
     def explicit(self, dotted: str) -> bool:
         return bool(self.cfg.explicit(dotted))
 
     def stated(self, dotted: str) -> bool:
         """The file (or a full dump, where every field is written down) states ``dotted``."""
-        return self.cfg.form == "full-dump" or bool(self.cfg.explicit(dotted))
+        return self.cfg.stated(dotted)
 
     def fact(self, name: str) -> Any:
         """A derived fact by name, or NotDerivable."""
-        facts = self.ctx.facts
-        facts.resolve(name)
-        fact = facts.values.get(name)
-        if fact is None:
-            raise NotDerivable(name, facts.missing.get(name, "not available"))
-        return fact.value
+        return self.ctx.facts.require(name)
 
     @staticmethod
     def cat(*parts: Any) -> Any:
@@ -126,7 +118,7 @@ def explicit(ctx: Context, dotted: str) -> bool:
 
 def known(ctx: Context, dotted: str) -> bool:
     """``known(dotted)``: the field has a value the recipe does not decide."""
-    return ctx.config.value(dotted) not in (UNKNOWN, None)
+    return ctx.config.known(dotted)
 
 
 def fact(ctx: Context, name: str) -> Any:

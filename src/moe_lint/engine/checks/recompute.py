@@ -36,7 +36,7 @@ def unknown_recompute_labels(ctx: Context) -> Iterator[Violation]:
     # (TransformerConfig.__post_init__); with full or no recompute the list is inert. Only an
     # override file that leaves the granularity to its recipe may still be selective.
     granularity = cfg.values.get("model.recompute_granularity")
-    stated = cfg.form == "full-dump" or cfg.explicit("model.recompute_granularity")
+    stated = cfg.stated("model.recompute_granularity")
     if "model.recompute_granularity" in cfg.unknown:
         stated = False
     if granularity == "full" or (granularity is None and stated):
