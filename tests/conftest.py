@@ -64,14 +64,6 @@ ROOT_CAUSES = {
     "MXFP8 needs compute capability": "FP005",
 }
 
-#: MEM001 on dumps NVIDIA runs: the memory model over-predicts them (issue 12, memory model v2).
-MEMORY_MODEL_GAPS = {
-    "deepseek_v3_pretrain_128gpu_gb300_fp8mx_hsdp_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb200_bf16_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb300_bf16_config.yaml",
-    "kimi_k2_pretrain_256gpu_gb300_nvfp4_config.yaml",
-}
-
 
 @pytest.fixture(scope="session")
 def catalogue() -> Catalogue:

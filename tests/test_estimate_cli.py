@@ -40,7 +40,7 @@ def test_estimate_text_has_bars_verdict_levers(capsys: pytest.CaptureFixture[str
     code, out, _ = run(capsys, "estimate", str(DSV3))
     assert code == 0
     assert "PP stage 7" in out and "█" in out
-    assert "Worst stage 7: 73.4 of 79.2 GiB usable -> fits" in out
+    assert "Worst stage 7: 70.2 of 79.2 GiB usable -> fits (headroom +9.0 GiB; lower bound" in out
     assert "Levers (each re-runs the model):" in out and "CP ×2" in out
 
 
@@ -82,7 +82,8 @@ def test_check_reports_memory_with_levers(capsys: pytest.CaptureFixture[str]) ->
     assert code == 1
     mem = findings["MEM001"]
     assert "levers, biggest first:" in mem["fix"] and mem["fix"].count("GiB") >= 3
-    assert "peak of PP stage" in mem["derivation"]
+    assert "central estimate of PP stage" in mem["derivation"]
+    assert "needs at least" in mem["message"]
     assert "EDP = 2 would save about" in findings["PAR005"]["message"]
 
 

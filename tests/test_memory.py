@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DUMPS, MEMORY_MODEL_GAPS, VERDICTS, load_tool
+from conftest import DUMPS, VERDICTS, load_tool
 from moe_lint.analysis import memory
 from moe_lint.analysis.memory import (
     GIB,
@@ -24,6 +24,7 @@ from moe_lint.analysis.memory import (
 )
 from moe_lint.analysis.params import Arch, count_params
 from moe_lint.config.settings import preset_fields
+from moe_lint.config.versions import Version
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = REPO / "tools" / "memory_report.py"
@@ -50,7 +51,7 @@ def config(model: str = "qwen3-30b-a3b", **values: Any) -> dict[str, Any]:
     out.update(
         {
             k
-            if k.startswith(("model.", "optimizer.", "ddp.", "train.", "mixed"))
+            if k.startswith(("model.", "optimizer.", "ddp.", "train.", "mixed", "env_vars."))
             else f"model.{k}": v
             for k, v in values.items()
         }
@@ -146,20 +147,81 @@ def test_bf16_grads_and_no_distributed_optimizer() -> None:
     assert step == pytest.approx((dense + expert) * 4 / GIB, rel=1e-9)
 
 
-def test_precision_aware_bf16_moments_with_remainders() -> None:
-    """docs/domain/02 §4.1: bf16 m/v + 16-bit master remainders = 6 + 6/d (fp32 grads)."""
-    values = config(
-        **{
-            "optimizer.use_precision_aware_optimizer": True,
-            "optimizer.exp_avg_dtype": "torch.bfloat16",
-            "optimizer.exp_avg_sq_dtype": "bf16",
-        }
+_AWARE = {
+    "optimizer.use_precision_aware_optimizer": True,
+    "optimizer.exp_avg_dtype": "torch.bfloat16",
+    "optimizer.exp_avg_sq_dtype": "bf16",
+}
+
+
+def test_precision_aware_master_path_follows_the_optimizer_fp8_recipe() -> None:
+    """OptimizerConfig.__post_init__ sets use_precision_aware_optimizer_no_fp8_or_ds_fp8 only
+    for an fp8_recipe of None/"delayed" (fp32 main params, no offload). Bridge copies the
+    mixed-precision fp8_recipe, "tensorwise" even in bf16_mixed, so DistributedOptimizer keeps
+    fp32 master shards (4 B) and an fp32 grad copy at the step; "delayed" leaves the masters to
+    TE FusedAdam with 16-bit remainders (2 B) and reads the grads in place."""
+    dense, expert = _qwen_split(8)
+    est = estimate(config(**_AWARE), facts(ep=8, world=32))
+    assert states(est) == pytest.approx((dense * (6 + 8 / 32) + expert * (6 + 8 / 4)) / GIB)
+    step = gib(est, "optimizer-step fp32 grad copy")
+    assert step == pytest.approx((dense / 32 + expert / 4) * 4 / GIB)
+    delayed = estimate(
+        config(**_AWARE, **{"mixed_precision.fp8_recipe": "delayed"}), facts(ep=8, world=32)
     )
+    assert states(delayed) == pytest.approx((dense * (6 + 6 / 32) + expert * (6 + 6 / 4)) / GIB)
+    assert gib(delayed, "optimizer-step fp32 grad copy") == 0
+
+
+def test_fused_adam_state_copies_only_before_te_2_13() -> None:
+    """TE PR #2632 (v2.13, pytorch/optimizers/fused_adam.py::FusedAdam fuse_unscale): bf16
+    moments are unscaled inside the kernel. Before it, step() makes fp32 copies of a whole
+    parameter group's states. Unstated TE: the newest release, the copies only in the band."""
+    f = facts(ep=8, world=32)
+    dense, expert = _qwen_split(8)
+    new = estimate(config(**_AWARE), f)
+    assert gib(new, "optimizer-step fp32 state copies") == 0
+    band = new.upper_worst.term("optimizer-step fp32 state copies")
+    assert band is not None and band.gib == pytest.approx(max(dense / 32, expert / 4) * 8 / GIB)
+    old = estimate(config(**_AWARE), f, versions={"transformer-engine": Version("2.12")})
+    assert gib(old, "optimizer-step fp32 state copies") == pytest.approx(
+        max(dense / 32, expert / 4) * 8 / GIB
+    )
+    lower = old.lower_worst.term("optimizer-step fp32 state copies")
+    assert lower is not None  # a stated TE 2.12 makes them certain
+
+
+def test_muon_layer_wise_optimizer_shards_whole_params_anyway() -> None:
+    """dist_muon = LayerWiseDistributedOptimizer (optimizer/layer_wise_optimizer.py): states
+    over DP·CP / EDP even with use_distributed_optimizer false; one fp32 momentum, Adam's two
+    for the embedding/output tables; a rank holds at least one whole table."""
+    values = config(**{"optimizer.optimizer": "dist_muon", "ddp.use_distributed_optimizer": False})
     est = estimate(values, facts(ep=8, world=32))
     dense, expert = _qwen_split(8)
-    assert states(est) == pytest.approx((dense * (6 + 6 / 32) + expert * (6 + 6 / 4)) / GIB)
-    step = gib(est, "optimizer-step fp32 state copies")
-    assert step == pytest.approx(max(dense / 32, expert / 4) * 8 / GIB)  # largest group only
+    master = gib(est, "optimizer master params")
+    table = 151936 * 2048
+    assert master * GIB == pytest.approx(max(dense / 32, table) * 4 + expert / 4 * 4)
+    moments = gib(est, "optimizer moments") * GIB
+    assert moments == pytest.approx(max(dense / 32, table) * 4 + expert / 4 * 4 + table * 4)
+    adam = estimate(config(**{"ddp.use_distributed_optimizer": False}), facts(ep=8, world=32))
+    assert gib(adam, "optimizer master params") > 3 * master  # unsharded Adam
+
+
+def test_hsdp_outer_optim_shards_states_over_the_full_group() -> None:
+    """outer_dp_sharding_strategy "optim" (Megatron-FSDP fully_shard.py, optimizer state hybrid
+    sharding): master/moments over the full DP·CP and EDP; weights/grads over the inner group."""
+    base = {"ddp.use_megatron_fsdp": True, "ddp.data_parallel_sharding_strategy":
+            "optim_grads_params", "ddp.num_distributed_optimizer_instances": 4}  # fmt: skip
+    f = facts(ep=8, world=64)  # DP 64, EDP 8
+    dense, expert = _qwen_split(8)
+    inner = estimate(config(**base), f)
+    outer = estimate(config(**base, **{"ddp.outer_dp_sharding_strategy": "optim"}), f)
+    assert gib(inner, "optimizer master params") * GIB == pytest.approx(
+        dense / 16 * 4 + expert / 2 * 4
+    )
+    assert gib(outer, "optimizer master params") * GIB == pytest.approx(
+        dense / 64 * 4 + expert / 8 * 4
+    )
+    assert gib(outer, "weights") == gib(inner, "weights")
 
 
 def test_optimizer_offload_moves_adam_moments_only() -> None:
@@ -429,7 +491,14 @@ def test_fixed_terms_and_dispatcher_buffers() -> None:
     hybrid = estimate(
         config(moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="hybridep"), f
     )
-    assert gib(hybrid, "HybridEP buffers") * GIB == pytest.approx(2.0 * 16 * 4096 * 2048 * 2)
+    # DeepEP hybrid-ep: one shared dispatch/combine token buffer, fp32 probs for the local
+    # experts of every NVLink rank, scales; plus an RDMA buffer when 16 ranks span 8-GPU nodes.
+    t, g, h, local, nvl = 4096, 16, 2048, 128 / 16, 8
+    expected = t * g * (2 * h + 4 * local * nvl + 4 * h / 128) + t * g * 2 * h
+    assert gib(hybrid, "HybridEP buffers") * GIB == pytest.approx(expected)
+    assert hybrid.lower_worst.term("HybridEP buffers").gib * GIB == pytest.approx(  # type: ignore[union-attr]
+        expected - t * g * 2 * h
+    )
     margin = est.worst.term("fragmentation margin")
     assert margin is not None
     assert margin.gib == pytest.approx(est.worst.allocated_gib * s.fragmentation)
@@ -438,16 +507,86 @@ def test_fixed_terms_and_dispatcher_buffers() -> None:
 
 
 def test_cuda_graph_static_buffers() -> None:
+    """TE >= 2.7 reuses static buffers between graphs (MCore cuda_graphs.py passes
+    _reuse_graph_input_output_buffers): one 2h·T input copy per captured module per set.
+    Before, every layer's module inputs/outputs, one set per in-flight micro-batch at PP > 1."""
     values = config(
         cuda_graph_impl="transformer_engine", cuda_graph_modules=["moe_router", "moe_preprocess"]
     )
     one = estimate(values, facts(ep=16, world=16))
-    assert gib(one, "CUDA-graph static buffers") > 0
+    assert gib(one, "CUDA-graph static buffers") * GIB == pytest.approx(2 * 2048 * 4096 * 2)
     assert gib(estimate(config(), facts(ep=16, world=16)), "CUDA-graph static buffers") == 0
-    pp2 = estimate(values, facts(pp=2, ep=8, world=16, microbatches=8))
-    # With PP > 1 graphs are captured per in-flight micro-batch (not reused).
-    per_layer_pp1 = gib(one, "CUDA-graph static buffers") / 48
+    assert one.lower_worst.term("CUDA-graph static buffers") is None
+    old = {"transformer-engine": Version("2.6")}
+    legacy = estimate(values, facts(ep=16, world=16), versions=old)
+    assert gib(legacy, "CUDA-graph static buffers") > 10 * gib(one, "CUDA-graph static buffers")
+    pp2 = estimate(values, facts(pp=2, ep=8, world=16, microbatches=8), versions=old)
+    per_layer_pp1 = gib(legacy, "CUDA-graph static buffers") / 48
     assert gib(pp2, "CUDA-graph static buffers", 0) == pytest.approx(per_layer_pp1 * 24 * 2)
+
+
+def test_full_iteration_graph_pool_adds_the_step_to_the_peak() -> None:
+    f = facts(ep=8, world=8)
+    eager = estimate(config(), f)
+    full = estimate(config(cuda_graph_impl="full_iteration"), f)
+    st = eager.worst
+    pooled = st.forward_backward_gib + st.step_gib - states(eager)
+    assert full.worst.allocated_gib == pytest.approx(pooled)
+    assert full.lower_worst.allocated_gib == pytest.approx(eager.lower_worst.allocated_gib)
+
+
+def test_forced_balancing_paged_stash_and_bounds() -> None:
+    f = facts(ep=8, world=8)
+    natural = estimate(config(), f)
+    forced = estimate(config(moe_router_force_load_balancing=True), f)
+    assert _act(forced) < _act(natural)
+    assert _act(forced) == pytest.approx(_act(estimate(config(), f, BALANCED)))
+    lower_act = natural.lower_worst.term("activations")
+    assert lower_act is not None  # the lower bound routes balanced
+    assert lower_act.gib == pytest.approx(_act(estimate(config(), f, BALANCED)))
+    stash = estimate(config(moe_paged_stash=True, moe_paged_stash_buffer_size_factor_cuda=1.2), f)
+    assert "paged-stash" in gib_term(stash, "activations").derivation
+    for est in (natural, forced, stash):
+        assert est.lower_worst.total_gib <= est.worst.total_gib <= est.upper_worst.total_gib
+
+
+def test_expandable_segments_fragmentation_and_reserved() -> None:
+    f = facts(ep=8, world=8)
+    s = MemorySettings()
+    plain = estimate(config(), f).worst
+    exp = estimate(config(**{"env_vars.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}), f)
+    margin = exp.worst.term("fragmentation margin")
+    assert margin is not None
+    assert margin.gib == pytest.approx(exp.worst.allocated_gib * s.fragmentation_expandable)
+    assert plain.reserved_gib == pytest.approx(plain.allocated_gib * (1 + s.fragmentation))
+    assert exp.lower_worst.term("fragmentation margin").gib == 0  # type: ignore[union-attr]
+
+
+def test_nvfp4_saves_gemm_inputs_at_0_5625_bytes() -> None:
+    """TE NVFP4BlockScaling: 4 bits + one E4M3 scale per 16 = 0.5625 B per saved GEMM input;
+    MXFP8 1 B + one E8M0 scale per 32; first/last layers kept in bf16 keep 2 B."""
+    f = facts(ep=8, world=8)
+    for recipe, field, quantized in (
+        ("bf16_with_nvfp4_mixed", {"model.fp4": "e2m1"}, 0.5625),
+        ("bf16_with_mxfp8_mixed", {"model.fp8": "e4m3"}, 1 + 1 / 32),
+    ):
+        ctx = memory._context(config(mixed_precision=recipe, **field), f, MemorySettings())
+        kept = memory.layer_pieces(ctx, "gqa", "moe", 1.0)
+        bf16 = memory.layer_pieces(ctx, "gqa", "moe", 1.0, bf16_layer=True)
+        assert kept["routed_in"] == pytest.approx(bf16["routed_in"] * quantized / 2)
+        assert kept["router"] == bf16["router"]  # fp32 router tensors are not GEMM inputs
+    first_last = config(mixed_precision="bf16_with_nvfp4_mixed", **{"model.fp4": "e2m1",
+                        "mixed_precision.first_last_layers_bf16": True,
+                        "mixed_precision.num_layers_at_start_in_bf16": 1,
+                        "mixed_precision.num_layers_at_end_in_bf16": 2})  # fmt: skip
+    ctx = memory._context(first_last, f, MemorySettings())
+    assert memory._bf16_layers(ctx) == {0, 46, 47}
+
+
+def gib_term(est: Estimate, name: str) -> Any:
+    term = est.worst.term(name)
+    assert term is not None
+    return term
 
 
 def test_activation_offload_moves_layers_to_host() -> None:
@@ -488,7 +627,10 @@ def test_worked_example_section_4_5() -> None:
     values = config(cross_entropy_fusion_impl="native")
     est = estimate(values, f, BALANCED)
     assert states(est) == pytest.approx(29.9, rel=0.02)
-    assert _act(est) == pytest.approx(38.7, rel=0.05)
+    # §4.5 predates the q/k-norm inputs (docs/domain/06 §2.11): 2·d·(n_h/TP + n_kv/TP)·N per
+    # layer, 48 layers, d 128, 32/4 heads over TP 2, N = 131072/8 tokens.
+    qk_norm = 2 * 128 * (16 + 2) * 16384 * 48 / GIB
+    assert _act(est) - qk_norm == pytest.approx(38.7, rel=0.05)
     assert gib(est, "output layer and loss") == pytest.approx(7.0, rel=0.02)
     recomputed = estimate(
         config(
@@ -502,8 +644,9 @@ def test_worked_example_section_4_5() -> None:
     assert _act(est) - _act(recomputed) == pytest.approx(75.6 - 68.1, rel=0.05)
     half = estimate(values, facts(tp=2, cp=8, ep=8, world=64, seq=65536), BALANCED)
     base = states(est) + _act(est) + gib(est, "output layer and loss")
-    shorter = states(half) + _act(half) + gib(half, "output layer and loss")
-    assert shorter == pytest.approx(52.8, rel=0.03) and base == pytest.approx(75.6, rel=0.03)
+    shorter = states(half) + _act(half) + gib(half, "output layer and loss") - qk_norm / 2
+    assert shorter == pytest.approx(52.8, rel=0.03)
+    assert base - qk_norm == pytest.approx(75.6, rel=0.03)
 
 
 # --- levers -----------------------------------------------------------------------------------
@@ -594,36 +737,17 @@ def test_memory_report_is_up_to_date() -> None:
 # --- integration with normalize/derive --------------------------------------------------------
 
 
-def _fitting_dumps() -> list[Any]:
-    """Accepted dumps on GPUs whose memory is sourced, less the known gaps of issue 12."""
+def _fitting_dumps() -> list[Path]:
+    """Accepted dumps on GPUs whose memory is sourced."""
     from moe_lint.config.settings import GPU_ALIASES, gpu_specs
 
     out = []
     for name, row in sorted(VERDICTS.items()):
         gpu = GPU_ALIASES[name.split("gpu_")[1].split("_")[0]]
         memory_known = gpu_specs()[gpu]["memory"].get("nvidia_smi_total_mib")
-        if row["verdict"] == "ok" and memory_known and name not in MEMORY_MODEL_GAPS:
-            marks = [_OVER] if name.removesuffix(".yaml") in _OVER_PREDICTED else []
-            out.append(pytest.param(DUMPS / name, marks=marks))
+        if row["verdict"] == "ok" and memory_known:
+            out.append(DUMPS / name)
     return out
-
-
-#: Accepted dumps the model puts over usable memory, but within MEM001's 10 % margin (so no
-#: error): the structural over-predictions that issue 12 (memory model v2) removes.
-_OVER_PREDICTED = {
-    "deepseek_v3_pretrain_1024gpu_h100_bf16_config__library",
-    "deepseek_v3_pretrain_256gpu_gb200_fp8cs_config",
-    "deepseek_v3_pretrain_256gpu_gb200_nvfp4_config",
-    "qwen3_235b_a22b_pretrain_64gpu_b200_bf16_config",
-    "qwen3_235b_a22b_sft_64gpu_h100_bf16_config",
-    "qwen3_30b_a3b_pretrain_8gpu_b200_bf16_config",
-    "qwen3_30b_a3b_pretrain_8gpu_b300_bf16_config",
-    "qwen3_30b_a3b_pretrain_8gpu_b300_fp8mx_config",
-    "qwen3_30b_a3b_pretrain_8gpu_gb200_bf16_config",
-    "qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config",
-    "qwen3_next_80b_a3b_pretrain_32gpu_h100_bf16_config",
-}
-_OVER = pytest.mark.xfail(reason="memory model over-predicts this NVIDIA recipe (issue 12)")
 
 
 @pytest.mark.parametrize("path", _fitting_dumps(), ids=lambda p: p.stem)
@@ -647,7 +771,13 @@ def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
     f = {k: fact.value for k, fact in derived.values.items()}
     mib = spec["memory"].get("cuda_total_mib") or spec["memory"]["nvidia_smi_total_mib"]
     est = estimate(memory.values_from_config(cfg), f, capacity_gib=mib / 1024)
-    assert est.fits, (est.worst.stage, est.worst.total_gib, est.usable_gib)
+    # MEM001's criterion: the lower bound (only certain terms) must fit on NVIDIA's own run.
+    assert est.verdict(0.05, 0.0) != "does NOT fit", (
+        est.lower_worst.stage,
+        est.lower_worst.total_gib,
+        est.usable_gib,
+    )
+    assert est.lower_worst.total_gib <= est.worst.total_gib <= est.upper_worst.total_gib
     placed = derived.values["placement"].value
     assert placed.error is None, placed.error  # Megatron-Core builds NVIDIA's own splits
     assert not any("spread unevenly" in a for a in est.assumptions)

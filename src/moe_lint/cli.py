@@ -401,7 +401,7 @@ def _cmd_estimate(argv: list[str]) -> int:
         try:
             doc = load_file(path)
             cfg, facts, file_settings = prepare(doc, settings, overrides, cli_cluster)
-            mem, _, _ = memory_settings(file_settings.memory, "memory settings")
+            mem, warn, margin = memory_settings(file_settings.memory, "memory settings")
             est = run_estimate(cfg, facts, mem)
         except InputError as exc:
             print(f"{path}: error: {exc}", file=sys.stderr)
@@ -421,12 +421,16 @@ def _cmd_estimate(argv: list[str]) -> int:
             continue
 
         plain = model_inputs({name: fact.value for name, fact in facts.values.items()})
-        found = levers(config_values(cfg), plain, mem, est.capacity_gib)
+        found = levers(config_values(cfg), plain, mem, est.capacity_gib, dict(cfg.versions))
         gpu = file_settings.gpu
-        payload.append(memreport.to_json(path, est, found, gpu))
-        rows += memreport.text_rows(path, est, found, gpu, ns.verbose)
+        verdict = est.verdict(warn, margin)
+        payload.append(memreport.to_json(path, est, found, gpu, verdict))
+        rows += memreport.text_rows(path, est, found, gpu, ns.verbose, verdict)
         rows.append([("", None)])
-        if est.fits is False and status == EXIT_OK:
+        failing = verdict == "does NOT fit" or (
+            verdict == "may not fit" and file_settings.fail_on in ("warning", "info")
+        )
+        if failing and status == EXIT_OK:
             status = EXIT_FINDINGS
     if ns.format == "json":
         sys.stdout.write(memreport.dumps(payload))

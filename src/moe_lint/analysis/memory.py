@@ -35,6 +35,8 @@ from moe_lint.analysis.params import (
 )
 from moe_lint.analysis.placement import Placement, place
 from moe_lint.config.memory_settings import MemorySettings
+from moe_lint.config.mixed_precision import recipe_values
+from moe_lint.config.versions import Version, effective_version
 
 GIB = float(2**30)
 
@@ -78,6 +80,8 @@ class StageEstimate:
     peak_phase: str
     forward_backward_gib: float = 0.0
     step_gib: float = 0.0
+    #: What PyTorch's caching allocator reserves: allocated plus the fragmentation margin.
+    reserved_gib: float = 0.0
 
     def term(self, name: str) -> Term | None:
         """The term called ``name``, if the stage has one."""
@@ -86,18 +90,49 @@ class StageEstimate:
 
 @dataclass(frozen=True)
 class Estimate:
-    """All stages, the worst one, the capacity it is judged against and the assumptions."""
+    """All stages, the worst one, the capacity it is judged against and the assumptions.
+
+    ``stages`` / ``worst`` are the central estimate. ``lower`` holds the same stages with only
+    what is certain (correct sharding, balanced routing, no fragmentation, no optional
+    buffers, only certain transients): MEM001 fires only when its worst stage exceeds usable
+    memory. ``upper`` is the band: pessimistic readings of the uncertain terms plus the
+    validation set's largest under-prediction.
+    """
 
     stages: tuple[StageEstimate, ...]
     worst: StageEstimate
     capacity_gib: float | None
     usable_gib: float | None
     assumptions: tuple[str, ...]
+    lower: tuple[StageEstimate, ...] = ()
+    upper: tuple[StageEstimate, ...] = ()
+
+    @property
+    def lower_worst(self) -> StageEstimate:
+        """The lower bound's worst stage (the central worst when no bound was computed)."""
+        return max(self.lower, key=lambda s: s.total_gib) if self.lower else self.worst
+
+    @property
+    def upper_worst(self) -> StageEstimate:
+        """The band's worst stage (the central worst when no band was computed)."""
+        return max(self.upper, key=lambda s: s.total_gib) if self.upper else self.worst
 
     @property
     def fits(self) -> bool | None:
-        """True/False against the usable capacity, None when no GPU capacity is known."""
+        """True/False: the central estimate against the usable capacity (None without a GPU)."""
         return None if self.usable_gib is None else self.worst.total_gib <= self.usable_gib
+
+    def verdict(self, warn_fraction: float, error_margin: float) -> str | None:
+        """The one verdict ``check`` (MEM001 / MEM002) and ``estimate`` share: "does NOT fit"
+        when the lower bound exceeds usable·(1 + error_margin), "may not fit" when the central
+        estimate exceeds usable·(1 − warn_fraction), else "fits"; None without a GPU."""
+        if self.usable_gib is None:
+            return None
+        if self.lower_worst.total_gib > self.usable_gib * (1 + error_margin):
+            return "does NOT fit"
+        if self.worst.total_gib > self.usable_gib * (1 - warn_fraction):
+            return "may not fit"
+        return "fits"
 
 
 @dataclass(frozen=True)
@@ -166,6 +201,12 @@ class _Ctx:
     mbs: int
     microbatches: int
     world: int
+    #: Transformer Engine / Megatron-Core versions (stated, else the newest release) and
+    #: whether the user stated TE (terms that depend on an unstated version widen the band).
+    te: Version = field(default_factory=lambda: effective_version({}, "transformer-engine"))
+    te_stated: bool = False
+    #: "central" (the estimate), "lower" (only what is certain: MEM001) or "upper" (the band).
+    mode: str = "central"
     assumptions: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
@@ -189,7 +230,13 @@ INPUTS = ("tp", "pp", "cp", "ep", "etp", "world", "dp", "edp", "sp", "vpp", "seq
           "microbatches")  # fmt: skip
 
 
-def _context(values: Mapping[str, Any], facts: Mapping[str, Any], s: MemorySettings) -> _Ctx:
+def _context(
+    values: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    s: MemorySettings,
+    versions: Mapping[str, Version] | None = None,
+    mode: str = "central",
+) -> _Ctx:
     """Parallel sizes and batch shape from the facts (the model derives none of them)."""
     v = _Values(values)
     try:
@@ -208,6 +255,10 @@ def _context(values: Mapping[str, Any], facts: Mapping[str, Any], s: MemorySetti
     ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(facts["sp"] and tp > 1),
                int(facts["seq"]), int(facts["mbs"]), int(facts["microbatches"]),
                world)  # fmt: skip
+    stated = dict(versions or {})
+    ctx.te = effective_version(stated, "transformer-engine")
+    ctx.te_stated = "transformer-engine" in stated
+    ctx.mode = mode
     for text in (*facts.get("assumed", ()), *arch.assumed):
         ctx.note(text)
     return ctx
@@ -298,11 +349,17 @@ def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage
 
 @dataclass(frozen=True)
 class _RankParams:
-    """Parameters held by one rank: dense (after TP) and routed experts (after EP·ETP)."""
+    """Parameters held by one rank: dense (after TP) and routed experts (after EP·ETP).
+
+    ``vocab`` is the part of ``dense`` in embedding and output-layer tables (a scalar-optimizer
+    group under Muon, and the largest single parameter a layer-wise optimizer must place whole).
+    """
 
     dense: float
     expert: float
     detail: str
+    vocab: float = 0.0
+    largest: float = 0.0
 
 
 def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _RankParams:
@@ -323,12 +380,15 @@ def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _
     parts = [f"{len(stage.layers)} layers"]
     extra_sharded = 0.0
     extra_replicated = 0.0
+    tables = 0.0
     if stage.embedding:
         extra_sharded += emb
+        tables += emb
         parts.append("embedding")
     if stage.head:
         tied_single = a.share_embeddings_and_output_weights and stage.embedding
         extra_sharded += 0 if tied_single else emb
+        tables += 0 if tied_single else emb
         extra_replicated += a.norm_params
         parts.append("output layer")
     if stage.mtp:
@@ -341,6 +401,7 @@ def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _
         tied_copy = a.share_embeddings_and_output_weights and stage.head
         if not stage.embedding and not tied_copy:
             extra_sharded += emb  # MTP re-embeds tokens: the last stage keeps its own copy
+            tables += emb
         parts.append(f"{stage.mtp} MTP depth(s)")
     dense_total = (dense.sharded + extra_sharded) / tp + dense.replicated + extra_replicated
     expert_total = expert_layers * experts_per_rank * per_expert / ctx.etp
@@ -349,16 +410,21 @@ def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _
         f"experts {expert_layers} layers × {experts_per_rank:g} experts × {per_expert:,} / "
         f"ETP {ctx.etp} = {expert_total / 1e9:.3f} B"
     )
-    return _RankParams(dense_total, expert_total, detail)
+    return _RankParams(dense_total, expert_total, detail, tables / tp, emb / tp if tables else 0.0)
 
 
 @dataclass(frozen=True)
 class _Bytes:
     """Bytes per parameter for each state, the step transients and the shard groups.
 
-    ``step_grad`` is an fp32 copy of every gradient shard made for the optimizer step;
-    ``step_group`` is TE FusedAdam's fp32 copy of low-precision states, made for one parameter
-    group at a time (so only the largest group, dense or expert, counts).
+    ``d_dense`` / ``d_expert`` shard the optimizer states (master, moments, the step's fp32
+    grad copy); ``w_dense`` / ``w_expert`` shard Megatron-FSDP weights and grads (the inner
+    group under HSDP). ``moments_vocab`` replaces ``moments`` for embedding/output tables (the
+    scalar Adam of Muon). ``step_grad`` is an fp32 copy of every gradient shard made for the
+    step; ``step_group`` TE FusedAdam's fp32 copy of low-precision states for one parameter
+    group at a time (only the largest group, dense or expert, counts), certain only when
+    ``step_group_certain``; ``step_gather`` the layer-wise optimizer's bf16 all-gather
+    receive buffers per (unsharded) dense parameter.
     """
 
     weight: float
@@ -373,6 +439,12 @@ class _Bytes:
     shard_weights: bool
     shard_grads: bool
     why: str
+    moments_vocab: float | None = None
+    w_dense: float = 1.0
+    w_expert: float = 1.0
+    layerwise: bool = False
+    step_group_certain: bool = False
+    step_gather: float = 0.0
 
 
 def _precision(ctx: _Ctx) -> tuple[str, float]:
@@ -401,82 +473,193 @@ def _grad_bytes(ctx: _Ctx) -> float:
     return 4.0 if value else 2.0
 
 
+#: Megatron-Core emerging optimizers with one momentum buffer per Muon-managed parameter
+#: (optimizer/emerging_optimizers.py); any other layer-wise optimizer is charged Adam's two.
+_ONE_MOMENT = ("muon", "adaptive_muon")
+
+#: TE FusedAdam fuses (un)scaling of bf16 moments into its kernel from TE 2.13 on (PR #2632,
+#: pytorch/optimizers/fused_adam.py::FusedAdam, fuse_unscale); earlier it made fp32 copies.
+_TE_FUSED_UNSCALE = Version("2.13")
+
+
+def _optimizer_fp8_recipe(ctx: _Ctx) -> tuple[str | None, bool]:
+    """The ``fp8_recipe`` Megatron-Core's OptimizerConfig sees, and whether the file says so.
+
+    Bridge's MixedPrecisionConfig.setup copies its ``fp8_recipe`` (default "tensorwise", also
+    in bf16_mixed) onto the optimizer config before OptimizerConfig.finalize runs __post_init__
+    (megatron/bridge/training/config.py::runtime_config_update; mixed_precision.py::
+    update_config_with_precision_overrides); normalize puts that value at model.fp8_recipe.
+    """
+    v = ctx.v
+    value = v.get("optimizer.fp8_recipe")
+    if value is None:
+        value = _mixed(ctx, "fp8_recipe")
+    known = (v.get("mixed_precision") is not None or v.get("optimizer.fp8_recipe") is not None
+             or v.get("mixed_precision.fp8_recipe") is not None)  # fmt: skip
+    return (None if value is None else str(value)), known
+
+
 def _state_bytes(ctx: _Ctx) -> _Bytes:
-    """Bytes per parameter of weights, grads, master params and Adam moments, with shards."""
+    """Bytes per parameter of weights, grads, master params and optimizer moments, with shards.
+
+    Optimizer type (docs/domain/06 §2.1): ``dist_<name>`` or use_layer_wise_distributed_optimizer
+    is MCore's LayerWiseDistributedOptimizer (optimizer/layer_wise_optimizer.py), which shards
+    whole parameters over DP·CP (dense) and EDP (experts) whatever use_distributed_optimizer
+    says; Muon keeps one fp32 momentum, its scalar Adam (embedding, output, norms) two.
+    Shard groups (§2.2): Megatron-FSDP weights/grads shard over the inner group DP·CP/instances;
+    the optimizer states over the full DP·CP and EDP when outer_dp_sharding_strategy is "optim".
+    Precision-aware Adam (§2.3): OptimizerConfig.__post_init__ sets
+    use_precision_aware_optimizer_no_fp8_or_ds_fp8 only with non-fp32 main params, an FP8
+    recipe of None/"delayed" or optimizer CPU offload; otherwise DistributedOptimizer keeps its
+    own fp32 master shards (4 B) and casts each grad shard to fp32 for the step.
+    """
     v = ctx.v
     _, weight = _precision(ctx)
     grad = _grad_bytes(ctx)
+    name = str(v.get("optimizer.optimizer", default="adam")).lower()
+    layerwise = name.startswith("dist_") or v.flag("optimizer.use_layer_wise_distributed_optimizer")
+    base = name.removeprefix("dist_")
+    fsdp = v.flag("ddp.use_megatron_fsdp", "dist.use_megatron_fsdp")
+    strategy = str(v.get("ddp.data_parallel_sharding_strategy", default="no_shard"))
     distributed = v.flag("ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer")
-    instances = int(v.get("ddp.num_distributed_optimizer_instances", default=1))
-    d_dense = ctx.dp * ctx.cp / instances if distributed else 1.0
-    d_expert = ctx.edp / instances if distributed else 1.0
+    instances = max(1, int(v.get("ddp.num_distributed_optimizer_instances", default=1) or 1))
+    full_dense, full_expert = float(ctx.dp * ctx.cp), float(ctx.edp)
+    inner_dense, inner_expert = full_dense / instances, full_expert / instances
+    w_dense, w_expert = (inner_dense, inner_expert) if fsdp else (1.0, 1.0)
+    outer_optim = (
+        fsdp
+        and instances > 1
+        and str(v.get("ddp.outer_dp_sharding_strategy", default="no_shard")) == "optim"
+    )
+    if layerwise:
+        d_dense, d_expert = full_dense, full_expert
+        shard_why = "layer-wise distributed optimizer: whole params over DP·CP / EDP"
+    elif outer_optim:
+        d_dense, d_expert = full_dense, full_expert
+        shard_why = f"HSDP outer 'optim': states over the full DP·CP / EDP ({instances} outer)"
+    elif distributed or (fsdp and strategy != "no_shard"):
+        d_dense, d_expert = inner_dense, inner_expert
+        shard_why = "distributed optimizer" + (f" ({instances} instances)" if instances > 1 else "")
+    else:
+        d_dense, d_expert = 1.0, 1.0
+        shard_why = "no distributed optimizer: states unsharded"
     aware = v.flag("optimizer.use_precision_aware_optimizer")
-    step_group = 0.0
-    if aware:
+    offload_on = v.flag("optimizer.optimizer_cpu_offload")
+    step_group, step_certain, step_gather = 0.0, False, 0.0
+    moments_vocab: float | None = None
+    if layerwise:
+        master = 4.0
+        one = base in _ONE_MOMENT
+        moments = 4.0 if one else 8.0
+        moments_vocab = 8.0  # muon_scalar_optimizer (default adam) for embedding/output/norms
+        step_grad = 4.0  # Float16OptimizerWithFloat16Params: fp32 copy of each local grad
+        step_gather = 2.0  # all-gather of the updated bf16 params (receive buffers)
+        why = f"layer-wise {base}: fp32 master 4 B + " + (
+            "momentum 4 B (Adam 8 B for embedding/output)" if one else "m + v 8 B"
+        )
+    elif aware:
         main = _dtype_bytes(v.get("optimizer.main_params_dtype"), 4)
-        remainders = v.get("optimizer.store_param_remainders", default=True)
-        master = 2.0 if (main == 4 and remainders and weight == 2) else float(main)
+        recipe, recipe_known = _optimizer_fp8_recipe(ctx)
+        plain = main != 4 or recipe in (None, "delayed") or offload_on
+        if not recipe_known and ctx.mode == "lower":
+            plain = True  # the smaller reading when the recipe is not in the file
         m_bytes = _dtype_bytes(v.get("optimizer.exp_avg_dtype"), 4)
         v_bytes = _dtype_bytes(v.get("optimizer.exp_avg_sq_dtype"), 4)
         moments = float(m_bytes + v_bytes)
-        # FusedAdam.step unscales non-fp32 states to fp32 for a whole group before its kernel.
-        step_group = 4.0 * ((m_bytes != 4) + (v_bytes != 4) + (master not in (2.0, 4.0)))
-        main_grad = _dtype_bytes(v.get("optimizer.main_grads_dtype"), 4)
-        step_grad = float(main_grad) if main_grad > grad else 0.0
-        why = f"precision-aware Adam: master {master:g} B, moments {moments:g} B"
+        if plain:
+            remainders = v.get("optimizer.store_param_remainders", default=True)
+            master = 2.0 if (main == 4 and remainders and weight == 2) else float(main)
+            step_grad = 0.0  # decoupled_grad: the optimizer reads the grad buffer in place
+            path = "TE FusedAdam masters"
+        else:
+            master, step_grad = 4.0, 4.0
+            path = f"MCore fp32 master shards (optimizer fp8_recipe {recipe!r})"
+        low = (m_bytes != 4) + (v_bytes != 4)
+        old_te = ctx.te < _TE_FUSED_UNSCALE
+        fused = m_bytes == 2 and v_bytes == 2 and not old_te  # bf16 moments, TE >= 2.13
+        if low and not fused:
+            step_group = 4.0 * low
+            step_certain = ctx.te_stated or m_bytes != 2 or v_bytes != 2
+        elif low and not ctx.te_stated:
+            step_group = 4.0 * low  # only in the band: TE < 2.13 would make these copies
+        why = f"precision-aware Adam ({path}): master {master:g} B, moments {moments:g} B"
     else:
         master, moments = 4.0, 8.0
         step_grad = 4.0 if grad < 4 else 0.0
         why = "Adam: fp32 master 4 B + m 4 B + v 4 B"
     offload = 0.0
-    if v.flag("optimizer.optimizer_cpu_offload"):
+    if offload_on:
         offload = float(v.get("optimizer.optimizer_offload_fraction", default=0.0))
         if not distributed:
             ctx.note("optimizer_cpu_offload requires the distributed optimizer")
-    strategy = str(v.get("ddp.data_parallel_sharding_strategy", default="no_shard"))
-    fsdp = v.flag("ddp.use_megatron_fsdp", "dist.use_megatron_fsdp")
     return _Bytes(
         weight, grad, master, moments, step_grad, step_group, d_dense, d_expert, offload,
         shard_weights=fsdp and strategy == "optim_grads_params",
         shard_grads=fsdp and strategy in ("optim_grads", "optim_grads_params"),
-        why=why,
+        why=f"{why}; {shard_why}", moments_vocab=moments_vocab, w_dense=w_dense,
+        w_expert=w_expert, layerwise=layerwise, step_group_certain=step_certain,
+        step_gather=step_gather,
     )  # fmt: skip
 
 
 def _state_terms(ctx: _Ctx, rp: _RankParams, b: _Bytes) -> list[Term]:
     """Weights, gradients, master params and moments; offload moves moments to the host."""
 
-    def sharded(bytes_per: float, shard: bool) -> tuple[float, str]:
-        dd, de = (b.d_dense, b.d_expert) if shard else (1.0, 1.0)
-        value = rp.dense * bytes_per / dd + rp.expert * bytes_per / de
+    def dense_shard(d: float) -> float:
+        """Dense params of the worst rank's shard: a layer-wise optimizer places whole
+        parameters, so one rank holds at least the largest (an embedding table)."""
+        share = rp.dense / d
+        return max(share, min(rp.largest, rp.dense)) if b.layerwise and d > 1 else share
+
+    def sharded(bytes_per: float, shard: bool, weights: bool = False) -> tuple[float, str]:
+        if weights:
+            dd, de = (b.w_dense, b.w_expert) if shard else (1.0, 1.0)
+            dense = rp.dense / dd
+        else:
+            dd, de = (b.d_dense, b.d_expert) if shard else (1.0, 1.0)
+            dense = dense_shard(dd) if shard else rp.dense
+        value = dense * bytes_per + rp.expert * bytes_per / de
         return value, f"({rp.dense / 1e9:.3f} B / {dd:g} + {rp.expert / 1e9:.3f} B / {de:g})"
 
-    w, w_how = sharded(b.weight, b.shard_weights)
-    g, g_how = sharded(b.grad, b.shard_grads)
+    w, w_how = sharded(b.weight, b.shard_weights, weights=True)
+    g, g_how = sharded(b.grad, b.shard_grads, weights=True)
     m, m_how = sharded(b.master, True)
     mo, mo_how = sharded(b.moments, True)
+    if b.moments_vocab is not None and rp.vocab:
+        # The embedding/output tables are the scalar optimizer's (Adam: m + v).
+        vocab_share = min(rp.vocab, dense_shard(b.d_dense))
+        mo += vocab_share * (b.moments_vocab - b.moments)
+        mo_how += f" + {vocab_share / 1e9:.3f} B tables × {b.moments_vocab - b.moments:g} B"
     kept = 1.0 - b.offload
     terms = [
         Term("weights", w / GIB, f"{w_how} × {b.weight:g} B; {rp.detail}"),
         Term("gradients", g / GIB, f"{g_how} × {b.grad:g} B (grad buffer)"),
         Term("optimizer master params", m / GIB,
-             f"{m_how} × {b.master:g} B; dense shard DP·CP = {b.d_dense:g}, expert shard "
-             f"EDP = {b.d_expert:g}"),
+             f"{m_how} × {b.master:g} B; dense shard {b.d_dense:g}, expert shard "
+             f"{b.d_expert:g}"),
         Term("optimizer moments", mo * kept / GIB,
              f"{mo_how} × {b.moments:g} B × (1 − offload {b.offload:g}); {b.why}"),
     ]  # fmt: skip
     if b.step_grad:
         sg, sg_how = sharded(b.step_grad, True)
         terms.append(Term("optimizer-step fp32 grad copy", sg / GIB,
-                          f"{sg_how} × {b.step_grad:g} B: DistributedOptimizer casts each "
+                          f"{sg_how} × {b.step_grad:g} B: the optimizer casts each "
                           "gradient shard to fp32 for the step", "step"))  # fmt: skip
-    if b.step_group:
-        dense, expert = rp.dense / b.d_dense, rp.expert / b.d_expert
+    if b.step_group and (b.step_group_certain or ctx.mode == "upper"):
+        dense, expert = dense_shard(b.d_dense), rp.expert / b.d_expert
         value = max(dense, expert) * b.step_group * (1.0 - b.offload)
         terms.append(Term("optimizer-step fp32 state copies", value / GIB,
                           f"max(dense {dense / 1e9:.3f} B, experts {expert / 1e9:.3f} B) × "
                           f"{b.step_group:g} B: TE FusedAdam.step unscales bf16/fp16 states to "
-                          "fp32 for a whole parameter group", "step"))  # fmt: skip
+                          f"fp32 for a whole parameter group (TE {ctx.te}"
+                          + ("" if ctx.te_stated else ", not stated: band only") + ")",
+                          "step"))  # fmt: skip
+    if b.step_gather and ctx.mode != "lower":
+        value = rp.dense * b.step_gather
+        terms.append(Term("optimizer-step param all-gather", value / GIB,
+                          f"{rp.dense / 1e9:.3f} B dense × {b.step_gather:g} B: the layer-wise "
+                          "optimizer all-gathers updated bf16 params into receive buffers",
+                          "step"))  # fmt: skip
     return terms
 
 
@@ -511,21 +694,36 @@ OFFLOAD_PIECES: dict[str, tuple[str, ...]] = {
 
 
 def _rho(ctx: _Ctx) -> tuple[float, str]:
-    """Routing imbalance ρ on routed tensors: setting, capped by capacity factors and EP."""
-    a, s = ctx.arch, ctx.settings
+    """Routing imbalance ρ on stored routed tensors (docs/domain/06 §2.4, §2.5).
+
+    moe_router_force_load_balancing replaces the gate logits by random ones
+    (transformer/moe/router.py::TopKRouter.forward, moe_utils.py::apply_random_logits): ρ = 1.
+    Otherwise the setting (1.3), capped by capacity factors and EP; the lower bound takes 1
+    unless padding fixes the size. Paged stash (transformer/moe/paged_stash.py::
+    PagedStashBuffer) preallocates the stored routed tensors at
+    moe_paged_stash_buffer_size_factor_cuda × the balanced count.
+    """
+    a, s, v = ctx.arch, ctx.settings, ctx.v
     k, e = a.moe_router_topk, a.num_moe_experts or 1
-    rho = s.routing_imbalance
-    why = f"ρ = {rho:g} (setting)"
+    if v.flag("model.moe_paged_stash"):
+        factor = abs(float(v.get("model.moe_paged_stash_buffer_size_factor_cuda", default=1.1)))
+        return factor, f"ρ = paged-stash buffer factor {factor:g} (preallocated)"
+    if v.flag("model.moe_router_force_load_balancing"):
+        rho, why = 1.0, "ρ = 1 (moe_router_force_load_balancing: random balanced routing)"
+    elif ctx.mode == "lower":
+        rho, why = 1.0, "ρ = 1 (lower bound: balanced routing)"
+    else:
+        rho, why = s.routing_imbalance, f"ρ = {s.routing_imbalance:g} (setting)"
     bound = ctx.ep * min(k, e / ctx.ep) / k
     if rho > bound:
         rho, why = bound, f"ρ = {bound:g}: EP {ctx.ep} ranks can receive at most this share"
-    cf = ctx.v.get("model.moe_expert_capacity_factor")
+    cf = v.get("model.moe_expert_capacity_factor")
     if cf is not None and float(cf) > 0:
-        if ctx.v.flag("model.moe_pad_expert_input_to_capacity"):
+        if v.flag("model.moe_pad_expert_input_to_capacity"):
             rho, why = float(cf), f"ρ = capacity factor {cf} (padded to capacity)"
         elif float(cf) < rho:
             rho, why = float(cf), f"ρ = capacity factor {cf} (tokens beyond capacity dropped)"
-    rank_cf = ctx.v.get("model.moe_expert_rank_capacity_factor")
+    rank_cf = v.get("model.moe_expert_rank_capacity_factor")
     if rank_cf is not None and float(rank_cf) > 0:
         rho, why = float(rank_cf), f"ρ = rank capacity factor {rank_cf} (fixed receive buffer)"
     return rho, why
@@ -560,6 +758,9 @@ def _gqa_pieces(ctx: _Ctx) -> Pieces:
     }
     if a.attention_output_gate:
         out["attn_gate"] = 2 * 2 * heads * d * n / t
+    if a.qk_layernorm:
+        # q/k norms save their inputs, views that keep the fused QKV output alive (§2.11).
+        out["qk_norm_in"] = 2 * d * (heads / t + kv_heads) * n
     return {**out, **_scores(ctx)}
 
 
@@ -657,7 +858,7 @@ def _dropout_pieces(ctx: _Ctx, sites: int) -> Pieces:
     return {"dropout": sites * ctx.arch.hidden_size * ctx.sp_tokens} if p > 0 else {}
 
 
-def layer_pieces(ctx: _Ctx, mixer: str, ffn: str, rho: float) -> Pieces:
+def layer_pieces(ctx: _Ctx, mixer: str, ffn: str, rho: float, bf16_layer: bool = False) -> Pieces:
     """All saved tensors of one layer for one micro-batch, before recompute."""
     out: Pieces = {}
     if mixer != "none":
@@ -667,7 +868,7 @@ def layer_pieces(ctx: _Ctx, mixer: str, ffn: str, rho: float) -> Pieces:
     elif ffn == "moe":
         out.update(_moe_pieces(ctx, rho))
     out.update(_dropout_pieces(ctx, (mixer != "none") + (ffn != "none")))
-    return _fp8_storage(ctx, out)
+    return out if bf16_layer else _fp8_storage(ctx, out)
 
 
 def _recompute_modules(ctx: _Ctx) -> list[str]:
@@ -679,19 +880,62 @@ def _recompute_modules(ctx: _Ctx) -> list[str]:
     return ["core_attn"] if modules is None else [str(m) for m in modules]
 
 
-#: GEMM inputs Transformer Engine keeps as 1-byte FP8 copies (instead of bf16) under FP8.
+#: GEMM inputs Transformer Engine keeps as quantized copies (instead of bf16) under FP8/FP4.
 FP8_SAVED = ("norm_out", "mlp_norm_out", "routed_in", "routed_act", "mlp_act", "shared_act",
              "gdn_norm_out", "mamba_norm_out")  # fmt: skip
 
 
+def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
+    """A mixed-precision field as Bridge applies it: the file's mixed_precision block, else its
+    named recipe (config/mixed_precision.py), else the model field."""
+    v = ctx.v
+    block = v.get(f"mixed_precision.{name}")
+    if block is not None:
+        return block
+    recipe = v.get("mixed_precision")
+    if isinstance(recipe, str):
+        values = recipe_values(recipe)
+        if values is not None and values.get(name) is not None:
+            return values[name]
+    return v.get(f"model.{name}", default=default)
+
+
+def _quantized_bytes(ctx: _Ctx) -> float | None:
+    """Bytes per saved GEMM-input element under FP8/FP4 training, None for bf16 (§2.9).
+
+    NVFP4 (TE common/recipe/__init__.py::NVFP4BlockScaling, wgrad in NVFP4): 4 bits plus one
+    E4M3 scale per 16 elements = 0.5625 B; MXFP8: 1 B plus one E8M0 scale per 32; other FP8
+    recipes 1 B (per-tensor or per-128-block scales).
+    """
+    if ctx.v.get("model.fp4", "mixed_precision.fp4"):
+        return 0.5625
+    if ctx.v.get("model.fp8", "mixed_precision.fp8"):
+        recipe = str(_mixed(ctx, "fp8_recipe", "delayed"))
+        return 1.0 + 1.0 / 32 if recipe == "mxfp8" else 1.0
+    return None
+
+
+def _bf16_layers(ctx: _Ctx) -> set[int]:
+    """Layers kept in bf16 under FP8/FP4 (first_last_layers_bf16 with
+    num_layers_at_start_in_bf16 / num_layers_at_end_in_bf16)."""
+    if not _mixed(ctx, "first_last_layers_bf16", False):
+        return set()
+    start = int(_mixed(ctx, "num_layers_at_start_in_bf16", 1) or 0)
+    end = int(_mixed(ctx, "num_layers_at_end_in_bf16", 1) or 0)
+    n = ctx.arch.num_layers
+    return set(range(min(start, n))) | set(range(max(n - end, 0), n))
+
+
 def _fp8_storage(ctx: _Ctx, pieces: Pieces) -> Pieces:
-    """FP8 training saves GEMM inputs in FP8 (half the bytes); the attention output is kept in
-    bf16 by flash attention and once more in FP8 by the output projection."""
-    if not (ctx.v.get("model.fp8", "mixed_precision.fp8") or ctx.v.get("model.fp4")):
+    """FP8/FP4 training saves GEMM inputs quantized; the attention output is kept in bf16 by
+    flash attention and once more quantized by the output projection."""
+    q = _quantized_bytes(ctx)
+    if q is None:
         return pieces
-    out = {k: (v / 2 if k in FP8_SAVED else v) for k, v in pieces.items()}
+    ratio = q / 2
+    out = {k: (v * ratio if k in FP8_SAVED else v) for k, v in pieces.items()}
     if "attn_out" in out:
-        out["attn_out"] *= 1.5
+        out["attn_out"] *= 1 + ratio
     if ctx.v.flag("model.activation_func_fp8_input_store"):
         for key in ("routed_fc1", "mlp_fc1", "shared_fc1"):
             if key in out:
@@ -762,13 +1006,14 @@ def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], lis
     full: list[float] = []
     # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
     # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
-    by_kind: dict[tuple[str, str], tuple[float, float]] = {}
+    by_kind: dict[tuple[str, str, bool], tuple[float, float]] = {}
+    bf16 = _bf16_layers(ctx) if _quantized_bytes(ctx) is not None else set()
     for i in stage.layers:
         mixer, ffn = ctx.arch.layers[i]
-        kind = (mixer, ffn)
+        kind = (mixer, ffn, i in bf16)
         sizes = by_kind.get(kind)
         if sizes is None:
-            pieces = layer_pieces(ctx, mixer, ffn, rho)
+            pieces = layer_pieces(ctx, mixer, ffn, rho, i in bf16)
             sizes = (
                 sum(pieces.values()),
                 sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()),
@@ -812,6 +1057,14 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
                           f"× {flight:g} micro-batches in flight ({flight_why})"
                           + (f"; routed tensors × {rho_why}" if rho_why else ""),
                           "activation"))  # fmt: skip
+    overlap = ctx.v.flag("model.overlap_moe_expert_parallel_comm") and ctx.arch.is_moe
+    if full and overlap and ctx.pp == 1 and ctx.mode != "lower":
+        # combined_1f1b pairs layer j's forward of micro-batch i with layer L−1−j's backward of
+        # i−1 (pipeline_parallel/combined_1f1b.py); ScheduleNode keeps each node's outputs
+        # until its backward (pipeline_parallel/utils.py): one more layer alive (§2.10).
+        terms.append(Term("EP-overlap extra layer", max(full) / GIB,
+                          "overlap_moe_expert_parallel_comm at PP = 1: one more full layer of "
+                          "the paired micro-batch alive", "activation"))  # fmt: skip
     if full:
         work = ctx.settings.backward_workspace_layers * max(full)
         terms.append(Term("backward workspace", work / GIB,
@@ -914,13 +1167,36 @@ def _graph_modules(ctx: _Ctx) -> list[str]:
     return ["attn", "mlp"]
 
 
+#: TE make_graphed_callables recycles static inputs/outputs between graphs from 2.7 on
+#: (MCore transformer/cuda_graphs.py passes _reuse_graph_input_output_buffers=True).
+_TE_GRAPH_REUSE = Version("2.7")
+
+
 def _graph_term(ctx: _Ctx, stage: _Stage) -> Term | None:
-    """Static input/output buffers of captured CUDA graphs (one set per micro-batch if PP>1)."""
+    """Static input/output buffers of captured CUDA graphs (docs/domain/06 §2.7).
+
+    Without buffer reuse (TE < 2.7, and the band): module inputs/outputs per layer, one set per
+    in-flight micro-batch when PP > 1. With reuse a module's static output is the next one's
+    saved input, which the activations already count: at most one input copy 2h·T per
+    captured module kind per set. Full-iteration graphs have no module buffers (their pool
+    is the sum of phases in _stage_estimate). The lower bound counts none.
+    """
     impl = str(ctx.v.get("model.cuda_graph_impl", default="none"))
-    if impl == "none":
+    if impl in ("none", "full_iteration") or ctx.mode == "lower":
         return None
     a, ns = ctx.arch, ctx.sp_tokens
     modules = _graph_modules(ctx)
+    copies = 1.0 if ctx.pp == 1 else in_flight(ctx, stage.rank)[0]
+    copies *= ctx.settings.cuda_graph_static_copies
+    if ctx.te >= _TE_GRAPH_REUSE and ctx.mode != "upper":
+        value = 2 * a.hidden_size * ns * len(modules) * copies
+        return Term(
+            "CUDA-graph static buffers",
+            value / GIB,
+            f"{impl} graphs of {list(modules)} (TE {ctx.te} reuses static buffers): "
+            f"one input copy 2h·T per module × {copies:g} set(s)",
+            "activation",
+        )
     per_layer = 0.0
     for m in modules:
         per_layer += _GRAPH_IO.get(str(m), 4.0) * a.hidden_size * ns
@@ -928,18 +1204,31 @@ def _graph_term(ctx: _Ctx, stage: _Stage) -> Term | None:
             per_layer += 9 * (a.num_moe_experts or 0) * ns
         if m == "moe_preprocess":
             per_layer += (a.num_moe_experts or 0) * ns
-    copies = 1.0 if ctx.pp == 1 else in_flight(ctx, stage.rank)[0]
-    if impl == "full_iteration":
-        copies = 1.0
-    value = per_layer * len(stage.layers) * copies * ctx.settings.cuda_graph_static_copies
+    value = per_layer * len(stage.layers) * copies
     return Term("CUDA-graph static buffers", value / GIB,
                 f"{impl} graphs of {list(modules)}: module inputs/outputs per layer × "
-                f"{len(stage.layers)} layers × {copies:g} graph set(s) (graphs are not shared "
-                "across micro-batches when PP > 1)", "activation")  # fmt: skip
+                f"{len(stage.layers)} layers × {copies:g} graph set(s) (no buffer reuse)",
+                "activation")  # fmt: skip
+
+
+def _nvl_ranks(ctx: _Ctx, group: int) -> int:
+    """Ranks per NVLink domain HybridEP uses: NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN, else
+    the group up to one 8-GPU node."""
+    env = ctx.v.get("env_vars.NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN")
+    try:
+        return max(1, min(group, int(env))) if env is not None else min(group, 8)
+    except (TypeError, ValueError):
+        return min(group, 8)
 
 
 def _dispatcher_term(ctx: _Ctx) -> Term | None:
-    """DeepEP / HybridEP communication buffers (allocated outside PyTorch's allocator)."""
+    """DeepEP / HybridEP communication buffers (allocated outside PyTorch's allocator).
+
+    HybridEP (DeepEP hybrid-ep deep_ep/hybrid_ep_buffer.py::HybridEPBuffer, use_shared_buffer
+    on by default, so combine aliases dispatch; csrc/hybrid_ep/buffer/intranode.cu adds fp32
+    probabilities and scales): T·G·(2h + 4·E_local·R_nvl + 4h/128) bytes, plus an RDMA token
+    buffer when the group spans NVLink domains (central estimate only).
+    """
     if not ctx.arch.is_moe or ctx.ep * ctx.etp == 1:
         return None
     kind = str(ctx.v.get("model.moe_token_dispatcher_type", default="alltoall"))
@@ -947,11 +1236,18 @@ def _dispatcher_term(ctx: _Ctx) -> Term | None:
     deepep = (kind == "flex" and backend == "deepep") or ctx.v.flag("model.moe_enable_deepep")
     if kind == "flex" and backend == "hybridep":
         group = ctx.ep * ctx.etp
-        value = (ctx.settings.hybridep_buffer_factor * group * ctx.sp_tokens
-                 * ctx.arch.hidden_size * 2)  # fmt: skip
-        return Term("HybridEP buffers", value / GIB,
-                    f"{ctx.settings.hybridep_buffer_factor:g} × group {group} × local tokens "
-                    f"{ctx.sp_tokens:,.0f} × h × 2 B", "fixed")  # fmt: skip
+        h, t = ctx.arch.hidden_size, ctx.sp_tokens
+        local = (ctx.arch.num_moe_experts or 0) / ctx.ep
+        nvl = _nvl_ranks(ctx, group)
+        value = t * group * (2 * h + 4 * local * nvl + 4 * h / 128)
+        how = (
+            f"local tokens {t:,.0f} × group {group} × (2h + 4·E_local {local:g}·R_nvl {nvl} "
+            "+ 4h/128) B (shared dispatch/combine buffer, fp32 probs, scales)"
+        )
+        if group > nvl and ctx.mode != "lower":
+            value += t * group * 2 * h
+            how += " + RDMA token buffer 2h·T·G (group spans NVLink domains)"
+        return Term("HybridEP buffers", value / GIB, how, "fixed")
     if deepep:
         return Term(
             "DeepEP buffers",
@@ -982,9 +1278,24 @@ def _fixed_terms(ctx: _Ctx) -> list[Term]:
 # --------------------------------------------------------------------------------------------
 
 
+def _fragmentation(ctx: _Ctx) -> tuple[float, str]:
+    """Reserved-minus-allocated as a fraction of the allocated peak (docs/domain/06 §2.8):
+    none in the lower bound (on OOM PyTorch frees its cache and retries); with
+    PYTORCH_CUDA_ALLOC_CONF expandable_segments:True the smaller setting."""
+    s = ctx.settings
+    if ctx.mode == "lower":
+        return 0.0, "lower bound: none (the allocator frees its cache and retries on OOM)"
+    conf = str(ctx.v.get("env_vars.PYTORCH_CUDA_ALLOC_CONF", default="")).replace(" ", "")
+    if "expandable_segments:true" in conf.lower() and ctx.mode != "upper":
+        return s.fragmentation_expandable, "expandable_segments:True"
+    return s.fragmentation, "caching allocator"
+
+
 def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
                     b: _Bytes) -> StageEstimate:  # fmt: skip
-    """Terms of one rank; the allocated peak is max(forward/backward, optimizer step)."""
+    """Terms of one rank; the allocated peak is max(forward/backward, optimizer step), or
+    their sum under full-iteration CUDA graphs (the graph's private pool is not released to
+    the eager optimizer step; not in the lower bound)."""
     rp = _rank_params(ctx, stage, params)
     terms = _state_terms(ctx, rp, b) + _activation_terms(ctx, stage)
     graph = _graph_term(ctx, stage)
@@ -993,22 +1304,42 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     state = sum(t.gib for t in terms if t.kind == "state")
     act = sum(t.gib for t in terms if t.kind == "activation")
     step = sum(t.gib for t in terms if t.kind == "step")
-    phase = "forward/backward" if act >= step else "optimizer step"
-    allocated = state + max(act, step)
+    pooled = (str(ctx.v.get("model.cuda_graph_impl", default="none")) == "full_iteration"
+              and ctx.mode != "lower")  # fmt: skip
+    if pooled:
+        phase, allocated = (
+            "forward/backward + optimizer step (full-iteration graph pool)",
+            (state + act + step),
+        )
+    else:
+        phase = "forward/backward" if act >= step else "optimizer step"
+        allocated = state + max(act, step)
+    fraction, why = _fragmentation(ctx)
+    if ctx.mode == "upper":
+        fraction += ctx.settings.band
+        why += f" + band {ctx.settings.band:g} (largest under-prediction of the validation set)"
     margin = Term(
         "fragmentation margin",
-        allocated * ctx.settings.fragmentation,
-        f"{ctx.settings.fragmentation:g} × allocated peak {allocated:.2f} GiB",
+        allocated * fraction,
+        f"{fraction:g} × allocated peak {allocated:.2f} GiB ({why})",
         "margin",
     )
     terms += [*_fixed_terms(ctx), margin]
     fixed = sum(t.gib for t in terms if t.kind in ("fixed", "margin"))
     return StageEstimate(
-        stage.rank, tuple(terms), allocated + fixed, allocated, phase, state + act, state + step
+        stage.rank,
+        tuple(terms),
+        allocated + fixed,
+        allocated,
+        phase,
+        state + act,
+        state + step,
+        allocated + margin.gib,
     )
 
 
-_SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset")
+_SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
+             "env_vars")  # fmt: skip
 
 
 def values_from_config(cfg: Any) -> dict[str, Any]:
@@ -1038,24 +1369,47 @@ def estimate(
     facts: Mapping[str, Any],
     settings: MemorySettings | None = None,
     capacity_gib: float | None = None,
+    versions: Mapping[str, Version] | None = None,
+    *,
+    bounds: bool = True,
 ) -> Estimate:
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
     ``values`` are effective dotted config values (``model.*``, ``train.*``, ``optimizer.*``,
-    ``ddp.*``, ``mixed_precision``); ``facts`` the derived sizes (:data:`INPUTS`, as
-    memory_facts.model_inputs gives them) and optionally derive's ``placement``. Raises
-    :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
-    missing.
+    ``ddp.*``, ``mixed_precision``, ``env_vars.*``); ``facts`` the derived sizes
+    (:data:`INPUTS`, as memory_facts.model_inputs gives them) and optionally derive's
+    ``placement``; ``versions`` the framework versions the user stated (package key ->
+    Version; the newest release otherwise). ``bounds`` adds the lower bound and the band
+    (levers compare central estimates only). Raises :class:`MemoryInputError` when a size, the
+    model dimensions or the sequence length are missing.
     """
-    ctx = _context(values, facts, settings or MemorySettings())
+    settings = settings or MemorySettings()
+    ctx = _context(values, facts, settings, versions)
     params = count_params(ctx.arch, ctx.tp).layers
-    b = _state_bytes(ctx)
     placement = _placement(ctx, facts)
-    stages = tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
+    stages = _stages(ctx, placement, params)
     worst = max(stages, key=lambda s: s.total_gib)
+    lower: tuple[StageEstimate, ...] = ()
+    upper: tuple[StageEstimate, ...] = ()
+    if bounds:
+        for mode in ("lower", "upper"):
+            other = replace(ctx, mode=mode, assumptions=[])
+            result = _stages(other, placement, params)
+            if mode == "lower":
+                lower = result
+            else:
+                upper = result
     usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib
     _standard_assumptions(ctx)
-    return Estimate(stages, worst, capacity_gib, usable, tuple(ctx.assumptions))
+    return Estimate(stages, worst, capacity_gib, usable, tuple(ctx.assumptions), lower, upper)
+
+
+def _stages(
+    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...]
+) -> tuple[StageEstimate, ...]:
+    """Every pipeline rank's estimate in the context's mode."""
+    b = _state_bytes(ctx)
+    return tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
 
 
 def _standard_assumptions(ctx: _Ctx) -> None:
@@ -1216,11 +1570,12 @@ def levers(
     facts: Mapping[str, Any],
     settings: MemorySettings | None = None,
     capacity_gib: float | None = None,
+    versions: Mapping[str, Version] | None = None,
 ) -> list[Lever]:
     """Config changes that lower the worst stage's peak, best first (re-runs the model)."""
     settings = settings or MemorySettings()
-    base = estimate(values, facts, settings, capacity_gib)
-    ctx = _context(values, facts, settings)
+    base = estimate(values, facts, settings, capacity_gib, versions, bounds=False)
+    ctx = _context(values, facts, settings, versions)
     changes: list[_Change] = [
         *_recompute_changes(values, ctx.arch),
         *_parallel_changes(ctx),
@@ -1231,7 +1586,7 @@ def levers(
     for name, new_values, new_facts, requires in changes:
         try:
             trial = estimate({**values, **new_values}, {**facts, **new_facts}, settings,
-                             capacity_gib)  # fmt: skip
+                             capacity_gib, versions, bounds=False)  # fmt: skip
         except MemoryInputError:
             continue
         delta = trial.worst.total_gib - base.worst.total_gib

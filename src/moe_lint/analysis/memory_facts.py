@@ -117,12 +117,12 @@ class _Memory:
     def selective(self) -> None:
         if not self._ready():
             return
-        settings, values, plain, est = self.state  # type: ignore[misc]
+        settings, values, plain, est, versions = self.state  # type: ignore[misc]
         if est.usable_gib is None:
             for name in ("selective_fits", "selective_needs_offload"):
                 self.facts.miss(name, "no --gpu given: GPU memory unknown")
             return
-        how = _selective_fits(values, plain, settings, est)
+        how = _selective_fits(values, plain, settings, est, versions)
         modules = ", ".join(
             selective_trial_modules(bool(values.get("model.multi_latent_attention")))
         )
@@ -178,7 +178,9 @@ def run_estimate(cfg: Config, facts: Facts, settings: Any) -> Any:
 
     _refuse_type_problems(cfg)
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
-    return estimate(config_values(cfg), model_inputs(_plain(facts)), settings, capacity)
+    return estimate(
+        config_values(cfg), model_inputs(_plain(facts)), settings, capacity, dict(cfg.versions)
+    )
 
 
 def _refuse_type_problems(cfg: Config) -> None:
@@ -230,15 +232,20 @@ def _load(
         values = config_values(cfg)
         plain = model_inputs(_plain(facts))
         capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
-        est = estimate(values, plain, settings, capacity)
+        est = estimate(values, plain, settings, capacity, dict(cfg.versions))
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
         return None
-    worst = est.worst
+    worst, lower, upper = est.worst, est.lower_worst, est.upper_worst
     top = sorted(worst.terms, key=lambda t: t.gib, reverse=True)[:3]
     top_text = ", ".join(f"{t.name} {t.gib:.1f} GiB" for t in top)
     facts.put("mem_peak_gib", worst.total_gib,
-              f"peak of PP stage {worst.stage} = {worst.total_gib:.1f} GiB "
+              f"central estimate of PP stage {worst.stage} = {worst.total_gib:.1f} GiB "
               f"({worst.peak_phase}; largest: {top_text})")  # fmt: skip
+    facts.put("mem_lower_gib", lower.total_gib,
+              f"lower bound of PP stage {lower.stage} = {lower.total_gib:.1f} GiB "
+              "(only certain terms)")  # fmt: skip
+    facts.put("mem_upper_gib", upper.total_gib,
+              f"upper band of PP stage {upper.stage} = {upper.total_gib:.1f} GiB")  # fmt: skip
     facts.put("mem_stage", worst.stage, f"worst pipeline stage {worst.stage}")
     facts.put("mem_top_terms", top_text, "largest terms of the worst stage")
     if est.usable_gib is None:
@@ -255,24 +262,24 @@ def _load(
         facts.put("mem_warn_gib", usable * (1 - warn_fraction),
                   f"warn above {100 * (1 - warn_fraction):g}% of usable memory")  # fmt: skip
         facts.put("mem_error_gib", usable * (1 + margin),
-                  f"error above usable + {100 * margin:g}% model uncertainty = "
+                  f"error when the lower bound exceeds usable + {100 * margin:g}% = "
                   f"{usable * (1 + margin):.1f} GiB")  # fmt: skip
-    return settings, values, plain, est
+    return settings, values, plain, est, dict(cfg.versions)
 
 
-def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any, versions: Any) -> None:
     # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, levers
 
     try:
-        found = levers(values, plain, settings, est.capacity_gib)[:3]
+        found = levers(values, plain, settings, est.capacity_gib, versions)[:3]
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
         found = []
     text = "; ".join(f"{lv.name}: {lv.delta_gib:+.1f} GiB ({lv.requires})" for lv in found)
     facts.put("mem_levers", text or "no single change found", "levers re-run the model")
 
 
-def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> None:
+def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any, versions: Any) -> None:
     # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, estimate
 
@@ -284,7 +291,7 @@ def _edp2(facts: Facts, settings: Any, values: Any, plain: Any, est: Any) -> Non
         {**derived, "edp": 2, "world": 2 * derived["world"], "dp": 2 * (derived.get("dp") or 1)}
     )
     try:
-        trial = estimate(values, doubled, settings, est.capacity_gib)
+        trial = estimate(values, doubled, settings, est.capacity_gib, versions, bounds=False)
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
         facts.miss("edp2_saving_gib", "memory model could not re-run at EDP 2")
         return
@@ -304,7 +311,7 @@ def selective_trial_modules(mla: bool) -> list[str]:
 
 
 def _selective_fits(
-    values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any
+    values: dict[str, Any], plain: dict[str, Any], settings: Any, est: Any, versions: Any
 ) -> str | None:
     """Would the guidance's selective recompute fit where full recompute is used?
 
@@ -331,7 +338,7 @@ def _selective_fits(
         trials.append(("offload", offload_values))
     for name, trial_input in trials:
         try:
-            trial = estimate(trial_input, plain, settings, est.capacity_gib)
+            trial = estimate(trial_input, plain, settings, est.capacity_gib, versions, bounds=False)
         except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
             return "selective"
         if trial.fits is None or trial.fits:

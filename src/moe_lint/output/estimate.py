@@ -11,22 +11,32 @@ from moe_lint.output.text import Segment
 BAR_WIDTH = 36
 
 
-def to_json(path: str, est: Any, levers: list[Any], gpu: str | None) -> dict[str, Any]:
+def to_json(
+    path: str, est: Any, levers: list[Any], gpu: str | None, verdict: str | None = None
+) -> dict[str, Any]:
     """The estimate as a JSON-ready dict (documented in docs/memory-model.md)."""
+    lower = {s.stage: s for s in est.lower}
+    upper = {s.stage: s for s in est.upper}
     return {
         "file": path,
         "gpu": gpu,
         "capacity_gib": est.capacity_gib,
         "usable_gib": est.usable_gib,
         "fits": est.fits,
+        "verdict": verdict,
         "worst_stage": est.worst.stage,
         "worst_total_gib": round(est.worst.total_gib, 3),
+        "lower_bound_gib": round(est.lower_worst.total_gib, 3),
+        "upper_band_gib": round(est.upper_worst.total_gib, 3),
         "stages": [
             {
                 "stage": s.stage,
                 "peak_phase": s.peak_phase,
                 "total_gib": round(s.total_gib, 3),
+                "lower_bound_gib": round(lower[s.stage].total_gib, 3) if lower else None,
+                "upper_band_gib": round(upper[s.stage].total_gib, 3) if upper else None,
                 "allocated_gib": round(s.allocated_gib, 3),
+                "reserved_gib": round(s.reserved_gib, 3),
                 "forward_backward_gib": round(s.forward_backward_gib, 3),
                 "step_gib": round(s.step_gib, 3),
                 "terms": [
@@ -53,6 +63,16 @@ def dumps(payload: list[dict[str, Any]]) -> str:
     return escape.dumps(payload, indent=2) + "\n"
 
 
+def _range(est: Any, stage: Any) -> str:
+    """One stage's allocated/reserved peak and its lower bound and band."""
+    lower = next((s for s in est.lower if s.stage == stage.stage), stage)
+    upper = next((s for s in est.upper if s.stage == stage.stage), stage)
+    return (
+        f"allocated {stage.allocated_gib:.2f}, reserved {stage.reserved_gib:.2f} GiB; "
+        f"lower bound {lower.total_gib:.2f}, band up to {upper.total_gib:.2f} GiB"
+    )
+
+
 def _bar(gib: float, scale: float) -> str:
     if scale <= 0:
         return ""
@@ -62,7 +82,12 @@ def _bar(gib: float, scale: float) -> str:
 
 
 def text_rows(
-    path: str, est: Any, levers: list[Any], gpu: str | None, verbose: bool = False
+    path: str,
+    est: Any,
+    levers: list[Any],
+    gpu: str | None,
+    verbose: bool = False,
+    verdict: str | None = None,
 ) -> list[list[Segment]]:
     """Styled rows: header, one block per stage, verdict, levers, assumptions."""
     scale = max([est.usable_gib or 0.0] + [s.total_gib for s in est.stages])
@@ -91,17 +116,21 @@ def text_rows(
                 (_bar(stage.total_gib, scale), total_style),
             ]
         )
+        rows.append([(f"  {_range(est, stage)}", "dim")])
         rows.append([("", None)])
     if est.usable_gib is not None:
         headroom = est.usable_gib - est.worst.total_gib
-        verdict = "fits" if headroom >= 0 else "does NOT fit"
+        shown = verdict or ("fits" if headroom >= 0 else "may not fit")
+        style = {"fits": "ok", "may not fit": "warning"}.get(shown, "error")
         rows.append(
             [
                 (
                     f"Worst stage {est.worst.stage}: {est.worst.total_gib:.1f} of "
-                    f"{est.usable_gib:.1f} GiB usable -> {verdict} "
-                    f"(headroom {headroom:+.1f} GiB)",
-                    "ok" if headroom >= 0 else "error",
+                    f"{est.usable_gib:.1f} GiB usable -> {shown} "
+                    f"(headroom {headroom:+.1f} GiB; lower bound "
+                    f"{est.lower_worst.total_gib:.1f}, band up to "
+                    f"{est.upper_worst.total_gib:.1f} GiB)",
+                    style,
                 )
             ]
         )
