@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import io
+import json
 import os
 import platform
 import random
@@ -59,6 +60,7 @@ TARGETS = {  # name: (target, True when the measured value must be at most the t
     "single_yamllint": (1.3, True),
     "batch_yamllint": (5.0, False),
     "batch_parse": (3.0, True),
+    "memory_estimate_ms": (20.0, True),
 }
 
 # (file, extra moe-lint arguments) for section a.
@@ -536,6 +538,74 @@ def machine(rev: str | None) -> list[str]:
     ]
 
 
+# ---------------------------------------------------------------- m. memory model in-process
+
+#: Times the memory model inside one process: ``estimate`` (central + lower bound + band) of
+#: every accepted full dump, and how often a lint of the same dumps runs the model per file.
+MEMORY_SCRIPT = r"""
+import csv, json, statistics, sys, time
+from pathlib import Path
+from moe_lint.analysis import memory, memory_facts as mf
+from moe_lint.config.load import load_file
+from moe_lint.config.memory_settings import MemorySettings
+from moe_lint.config.settings import Settings
+from moe_lint.engine.catalogue import load_catalogue
+from moe_lint.lint import lint_document, prepare
+dumps = Path("tests/data/corpus/bridge-full-dumps")
+rows = [r for r in csv.DictReader((l for l in open(dumps / "VERDICTS.tsv") if not l.startswith("#")),
+        delimiter="\t") if r["verdict"] == "ok"]
+times, runs, files = [], 0, 0
+real = memory.estimate
+def counted(*a, **k):
+    global runs
+    runs += 1
+    return real(*a, **k)
+catalogue = load_catalogue(plugins=False)
+for r in rows:
+    cluster = {"gpus": int(r["world"]), "gpu": r["gpu"]}
+    doc = load_file(str(dumps / r["file"]))
+    cfg, facts, _ = prepare(doc, Settings(), [], cluster)
+    try:
+        mf.run_estimate(cfg, facts, MemorySettings())
+    except Exception:
+        continue
+    values, plain = mf.config_values(cfg), mf.model_inputs(mf._plain(facts))
+    cap = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+    t = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        memory.estimate(values, plain, MemorySettings(), cap, dict(cfg.versions))
+        t.append((time.perf_counter() - t0) * 1000)
+    times.append(statistics.median(t))
+    memory.estimate = counted
+    lint_document(doc, catalogue, Settings(), [], cluster)
+    memory.estimate = real
+    files += 1
+print(json.dumps({"files": files, "median_ms": statistics.median(times), "max_ms": max(times),
+                  "runs_per_file": runs / max(files, 1)}))
+"""
+
+
+def memory_section() -> tuple[list[str], list[str]]:
+    """Markdown lines and summary rows for section m."""
+    proc = sh([PY, "-c", MEMORY_SCRIPT], capture_output=True)
+    check([PY, "-c", "MEMORY_SCRIPT"], proc, (0,))
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = [
+        "### m. Memory model in-process",
+        "",
+        f"`estimate` (central estimate, lower bound and band) of each of {got['files']} accepted "
+        f"full dumps: median **{got['median_ms']:.2f} ms**, slowest {got['max_ms']:.2f} ms. "
+        f"Linting the same dumps runs the model {got['runs_per_file']:.2f} times per file "
+        "(the levers re-run it once per candidate change, only when MEM001/MEM002 fire).",
+    ]
+    rows = [
+        f"| memory estimate of one full dump (slowest, ms) | {got['max_ms']:.2f} | "
+        + verdict("memory_estimate_ms", got["max_ms"]).replace("×", " ms")
+    ]
+    return lines, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="configs for section a (default: the built-in set)")
@@ -543,6 +613,7 @@ def main() -> None:
     ap.add_argument("--single", action="store_true", help="section a: single config, cold")
     ap.add_argument("--batch", action="store_true", help="section b: many configs, one process")
     ap.add_argument("--profile", action="store_true", help="section c: import profile")
+    ap.add_argument("--memory", action="store_true", help="section m: memory model in-process")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per command in a (20)")
     ap.add_argument("--configs", type=int, default=1000, help="configs generated for b (1000)")
     ap.add_argument("--batch-runs", type=int, default=3, help="runs per command in b (3)")
@@ -556,7 +627,7 @@ def main() -> None:
     ENV["MOE_LINT_CACHE_DIR"] = os.path.join(caches, "moe-lint")  # moe-lint's rule cache, if any
     if args.rev:
         use_revision(args.rev)
-    everything = args.all or not (args.single or args.batch or args.profile)
+    everything = args.all or not (args.single or args.batch or args.profile or args.memory)
 
     moe = find_script("moe-lint")
     if moe is None:
@@ -584,6 +655,11 @@ def main() -> None:
     if everything or args.profile:
         print("c. import profile...", file=sys.stderr)
         sections += [*import_profile(moe), ""]
+    if everything or args.memory:
+        print("m. memory model in-process...", file=sys.stderr)
+        lines, rows = memory_section()
+        sections += [*lines, ""]
+        summary += rows
     if summary:
         out += [
             "### Targets",

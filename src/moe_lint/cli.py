@@ -421,7 +421,9 @@ def _cmd_estimate(argv: list[str]) -> int:
             continue
 
         plain = model_inputs({name: fact.value for name, fact in facts.values.items()})
-        found = levers(config_values(cfg), plain, mem, est.capacity_gib, dict(cfg.versions))
+        found = levers(
+            config_values(cfg), plain, mem, est.capacity_gib, dict(cfg.versions), base=est
+        )
         gpu = file_settings.gpu
         verdict = est.verdict(warn, margin)
         payload.append(memreport.to_json(path, est, found, gpu, verdict))

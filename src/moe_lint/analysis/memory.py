@@ -1571,10 +1571,13 @@ def levers(
     settings: MemorySettings | None = None,
     capacity_gib: float | None = None,
     versions: Mapping[str, Version] | None = None,
+    base: Estimate | None = None,
 ) -> list[Lever]:
-    """Config changes that lower the worst stage's peak, best first (re-runs the model)."""
+    """Config changes that lower the worst stage's peak, best first (re-runs the model once
+    per candidate; ``base``, the estimate already made for these inputs, is not re-run)."""
     settings = settings or MemorySettings()
-    base = estimate(values, facts, settings, capacity_gib, versions, bounds=False)
+    if base is None:
+        base = estimate(values, facts, settings, capacity_gib, versions, bounds=False)
     ctx = _context(values, facts, settings, versions)
     changes: list[_Change] = [
         *_recompute_changes(values, ctx.arch),

@@ -272,7 +272,7 @@ def _levers(facts: Facts, settings: Any, values: Any, plain: Any, est: Any, vers
     from moe_lint.analysis.memory import MemoryInputError, levers
 
     try:
-        found = levers(values, plain, settings, est.capacity_gib, versions)[:3]
+        found = levers(values, plain, settings, est.capacity_gib, versions, base=est)[:3]
     except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
         found = []
     text = "; ".join(f"{lv.name}: {lv.delta_gib:+.1f} GiB ({lv.requires})" for lv in found)
