@@ -35,7 +35,7 @@ from moe_lint.analysis.params import (
 )
 from moe_lint.analysis.placement import Placement, place
 from moe_lint.config.memory_settings import MemorySettings
-from moe_lint.config.mixed_precision import recipe_values
+from moe_lint.config.mixed_precision import MP_DEFAULTS, recipe_values
 from moe_lint.config.versions import Version, effective_version
 
 GIB = float(2**30)
@@ -495,7 +495,7 @@ def _optimizer_fp8_recipe(ctx: _Ctx) -> tuple[str | None, bool]:
     if value is None:
         value = _mixed(ctx, "fp8_recipe")
     known = (v.get("mixed_precision") is not None or v.get("optimizer.fp8_recipe") is not None
-             or v.get("mixed_precision.fp8_recipe") is not None)  # fmt: skip
+             or any(k.startswith("mixed_precision.") for k in v.values))  # fmt: skip
     return (None if value is None else str(value)), known
 
 
@@ -602,8 +602,53 @@ def _state_bytes(ctx: _Ctx) -> _Bytes:
     )  # fmt: skip
 
 
-def _state_terms(ctx: _Ctx, rp: _RankParams, b: _Bytes) -> list[Term]:
-    """Weights, gradients, master params and moments; offload moves moments to the host."""
+#: Bridge LoRA defaults (megatron/bridge/peft/lora.py::LoRA): all linear layers, rank 32.
+_LORA_TARGETS = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+
+
+def _peft_adapters(ctx: _Ctx, stage: _Stage) -> float | None:
+    """Trainable adapter parameters of a rank under PEFT (None without a ``peft`` section).
+
+    PEFT.freeze_model sets requires_grad False on every base parameter (peft/base.py), so
+    Megatron's DDP builds grad buffers and the optimizer holds states for the adapters only;
+    LoRA adds A (in × r) and B (r × out) to each targeted linear layer (experts included).
+    """
+    v = ctx.v
+    if not any(k.startswith("peft.") for k in v.values) and not v.get("peft"):
+        return None
+    a = ctx.arch
+    r = int(v.get("peft.dim", default=32) or 32)
+    targets = v.get("peft.target_modules") or _LORA_TARGETS
+    h, d = a.hidden_size, a.kv_channels
+    q, kv = a.num_attention_heads * d, a.num_query_groups * d
+    total = 0.0
+    for i in stage.layers:
+        mixer, ffn = a.layers[i]
+        experts = (a.num_moe_experts or 0) / ctx.ep if ffn == "moe" else 1
+        width = a.expert_ffn if ffn == "moe" else a.ffn_hidden_size
+        io = {
+            "linear_qkv": (h + q + 2 * kv) if mixer != "none" else 0,
+            "linear_proj": (q + h) if mixer != "none" else 0,
+            "linear_fc1": (h + a.mlp_factor * width) * experts if ffn != "none" else 0,
+            "linear_fc2": (width + h) * experts if ffn != "none" else 0,
+        }
+        total += sum(r * io.get(str(t).rsplit(".", 1)[-1], 0) for t in targets)
+    return total / ctx.tp
+
+
+def _state_terms(
+    ctx: _Ctx, rp: _RankParams, b: _Bytes, adapters: float | None = None
+) -> list[Term]:
+    """Weights, gradients, master params and moments; offload moves moments to the host.
+    Under PEFT only the ``adapters`` have gradients and optimizer states."""
+    if adapters is not None:
+        frozen = Term("weights", (rp.dense + rp.expert + adapters) * b.weight / GIB,
+                      f"frozen base {(rp.dense + rp.expert) / 1e9:.3f} B + adapters "
+                      f"{adapters / 1e6:.1f} M params × {b.weight:g} B; {rp.detail}")  # fmt: skip
+        trainable = _RankParams(adapters, 0.0, "PEFT adapters")
+        rest = [t for t in _state_terms(ctx, trainable, b) if t.name != "weights"]
+        return [frozen, *[replace(t, derivation=f"PEFT adapters only: {t.derivation}")
+                          for t in rest]]  # fmt: skip
 
     def dense_shard(d: float) -> float:
         """Dense params of the worst rank's shard: a layer-wise optimizer places whole
@@ -886,8 +931,10 @@ FP8_SAVED = ("norm_out", "mlp_norm_out", "routed_in", "routed_act", "mlp_act", "
 
 
 def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
-    """A mixed-precision field as Bridge applies it: the file's mixed_precision block, else its
-    named recipe (config/mixed_precision.py), else the model field."""
+    """A mixed-precision field as Bridge applies it (MixedPrecisionConfig.setup overwrites the
+    model's and the optimizer's): the file's mixed_precision block, else the
+    MixedPrecisionConfig default when the file writes a block, else its named recipe
+    (config/mixed_precision.py), else the model field."""
     v = ctx.v
     block = v.get(f"mixed_precision.{name}")
     if block is not None:
@@ -897,6 +944,8 @@ def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
         values = recipe_values(recipe)
         if values is not None and values.get(name) is not None:
             return values[name]
+    elif any(k.startswith("mixed_precision.") for k in v.values) and name in MP_DEFAULTS:
+        return MP_DEFAULTS[name] if MP_DEFAULTS[name] is not None else default
     return v.get(f"model.{name}", default=default)
 
 
@@ -1297,7 +1346,7 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     their sum under full-iteration CUDA graphs (the graph's private pool is not released to
     the eager optimizer step; not in the lower bound)."""
     rp = _rank_params(ctx, stage, params)
-    terms = _state_terms(ctx, rp, b) + _activation_terms(ctx, stage)
+    terms = _state_terms(ctx, rp, b, _peft_adapters(ctx, stage)) + _activation_terms(ctx, stage)
     graph = _graph_term(ctx, stage)
     if graph is not None:
         terms.append(graph)
@@ -1339,7 +1388,7 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
 
 
 _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
-             "env_vars")  # fmt: skip
+             "env_vars", "peft")  # fmt: skip
 
 
 def values_from_config(cfg: Any) -> dict[str, Any]:
