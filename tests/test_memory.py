@@ -830,3 +830,78 @@ def test_rcp001_trials_the_seed_set_then_optimizer_offload(
         )
         assert offloaded != selective
         assert run_lint(catalogue, offloaded, ["MEM001", "MEM002"]).findings == []
+
+
+def _dump_inputs(name: str) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """Values, derived facts and device GiB of one full dump, as the lint pipeline builds them."""
+    import re
+
+    from moe_lint.analysis.derive import Cluster, derive
+    from moe_lint.config.load import load_file
+    from moe_lint.config.normalize import normalize
+    from moe_lint.config.settings import GPU_ALIASES, gpu_specs
+
+    match = re.search(r"_(\d+)gpu_([a-z0-9]+)_", name)
+    assert match is not None
+    gpu = GPU_ALIASES[match.group(2)]
+    spec = gpu_specs()[gpu]
+    cfg = normalize(load_file(str(DUMPS / name)))
+    derived = derive(cfg, Cluster(gpus=int(match.group(1)), gpu=gpu, gpu_spec=spec))
+    mib = spec["memory"].get("cuda_total_mib") or spec["memory"]["nvidia_smi_total_mib"]
+    facts_ = {k: fact.value for k, fact in derived.values.items()}
+    return dict(memory.values_from_config(cfg)), facts_, mib / 1024
+
+
+def test_glm5_dump_estimate_includes_the_dsa_indexer() -> None:
+    """GLM-5.1 (Bridge dump): every layer is MLA + DSA; the indexer's saved tensors and weights
+    are in the estimate on top of plain MLA (dsa.py::FusedDSAIndexerLoss.forward,
+    dsa_cudnn_kernels.py::FusedIndexerSparseAttnFunc.forward, DSAIndexer.__init__)."""
+    values, f, capacity = _dump_inputs("glm51_sft_416gpu_h100_bf16_config.yaml")
+    ctx = _ctx(values, f)
+    assert {m for m, _ in ctx.arch.layers} == {"dsa"} and ctx.arch.mtp_mixer == "dsa"
+    n = ctx.tokens  # cuDNN kernels: int32 indices + int32 length per row; loss on; no SP
+    assert (ctx.cp, ctx.sp, ctx.arch.dsa_indexer_topk) == (32, False, 2048)
+    pieces = memory.layer_pieces(ctx, "dsa", "moe", 1.0)
+    mla = memory.layer_pieces(ctx, "mla", "moe", 1.0)
+    indexer = {k: v for k, v in pieces.items() if k not in mla}
+    assert indexer == {
+        "dsa_topk": (4 * 2048 + 4) * n,
+        "dsa_index_qw": 2 * 32 * (128 + 1) * n,
+        "dsa_index_k": 2 * 128 * n * 32 + (2 * 128 + 8) * n,
+    }
+    assert all(pieces[k] == v for k, v in mla.items())
+    # The whole estimate: full recompute replays one layer, so the working set grows by the
+    # indexer pieces of one layer; the indexer weights (duplicated over TP) add to the states.
+    plain = {**values, "model.experimental_attention_variant": None}
+    with_dsa = estimate(values, f, capacity_gib=capacity).stages[0]
+    without = estimate(plain, f, capacity_gib=capacity).stages[0]
+    work = with_dsa.term("recompute working set")
+    base = without.term("recompute working set")
+    assert work is not None and base is not None
+    assert math.isclose(work.gib - base.gib, sum(indexer.values()) / memory.GIB)
+    weights, plain_weights = with_dsa.term("weights"), without.term("weights")
+    assert weights is not None and plain_weights is not None
+    layers = len(memory._placement(ctx, f)[0].layers)
+    per_layer = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
+    assert math.isclose(weights.gib - plain_weights.gib, layers * per_layer * 2 / memory.GIB)
+
+
+def test_dsa_indexer_pieces_follow_loss_sp_and_kernels() -> None:
+    """No indexer loss: only the top-k indices stay; reference path: int64 indices; SP with
+    TP > 1: the gathered x and q latent the duplicated indexer linears keep."""
+    base = config("glm-5")
+    f = facts(tp=2, ep=8, world=16, seq=4096)
+    on = memory.layer_pieces(_ctx(base, f), "dsa", "moe", 1.0)
+    n = 4096
+    assert on["dsa_topk"] == 8 * 2048 * n  # dsa_kernel_backend unset: torch.topk int64
+    assert on["dsa_index_in"] == 2 * (2048 + 6144) * n
+    off = memory.layer_pieces(
+        _ctx({**base, "model.dsa_indexer_loss_coeff": 0}, f), "dsa", "moe", 1.0
+    )
+    assert {k for k in on if k.startswith("dsa_")} - {k for k in off if k.startswith("dsa_")} == {
+        "dsa_index_qw",
+        "dsa_index_k",
+        "dsa_index_in",
+    }
+    cudnn = {**base, "model.dsa_kernel_backend": "cudnn"}
+    assert memory.layer_pieces(_ctx(cudnn, f), "dsa", "moe", 1.0)["dsa_topk"] == 4 * 2049 * n

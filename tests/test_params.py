@@ -147,6 +147,24 @@ PUBLISHED: dict[str, dict[str, tuple[str, str]]] = {
         "active": ("active_excl_input_embedding", "3.2B"),
         "active_incl_embeddings": ("active", "3.6B"),
     },
+    "nemotron-3-super-120b-a12b": {
+        "total": ("total", "120B"),
+        "active": ("active_excl_input_embedding", "12B"),
+    },
+    # Lightning and GLM-5.2: the Bridge verification cards' exact checkpoint counts (with MTP).
+    "nemotron-3.5-lightning": {
+        "total": ("total_with_mtp", "32.91326624B"),
+        "active": ("active_excl_input_embedding", "3B"),
+    },
+    "nemotron-3-ultra": {
+        "total": ("total", "550B"),
+        "active": ("active_excl_input_embedding", "55B"),
+    },
+    "glm-5": {"total": ("total", "744B"), "active": ("active_excl_embedding_and_output", "40B")},
+    "glm-5.2": {
+        "total": ("total_with_mtp", "753.32994048B"),
+        "active": ("active_excl_embedding_and_output", "40B"),
+    },
 }
 
 #: Where even the publisher's rounding does not cover the gap; each bound has its reason.
@@ -162,6 +180,10 @@ EXCEPTIONS: dict[tuple[str, str], tuple[float, str]] = {
     ("llama-4-scout-17b-16e", "total"): (
         0.015,
         "Meta's 109B covers the multimodal checkpoint; the vision tower is not modelled",
+    ),
+    ("glm-5.2", "active"): (
+        0.02,
+        "40B is the GLM-5 backbone's figure; IndexShare drops 57 indexers (0.53B) (-1.6%)",
     ),
 }
 
@@ -199,10 +221,49 @@ def test_every_preset_has_published_figures() -> None:
         assert math.isclose(_label(PUBLISHED[name]["total"][1])[0], total)
 
 
+#: Exact element counts of the pinned checkpoints in Bridge's model verification cards
+#: (examples/model_verification_cards/*/card.yaml @ 067f987). The checkpoints also hold the router
+#: expert-bias buffers (E per MoE layer, MTP included), which count_params leaves out; GLM-5's
+#: figure is the parameter count Transformers reloads (buffers not included, MTP excluded).
+CARDS: dict[str, tuple[int, str, int]] = {
+    "nemotron-3-super-120b-a12b": (123_611_033_088, "total_with_mtp", 41 * 512),
+    "nemotron-3.5-lightning": (32_913_266_240, "total_with_mtp", 24 * 128),
+    "glm-5": (743_911_199_232, "total", 0),
+    "glm-5.2": (753_329_940_480, "total_with_mtp", 76 * 256),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARDS))
+def test_bridge_verification_card_counts_exactly(name: str, counts: dict[str, ParamCounts]) -> None:
+    elements, attr, bias_buffers = CARDS[name]
+    assert getattr(counts[name], attr) + bias_buffers == elements
+
+
+def test_dsa_index_share_drops_indexers_on_reusing_layers() -> None:
+    """GLM-5.2 (topk_freq 4, offset 3): 1-based layers 1-3 and 7, 11, ..., 75 keep an indexer."""
+    arch = Arch.from_preset("glm-5.2")
+    own = [i + 1 for i, (m, _) in enumerate(arch.layers) if m == "dsa"]
+    assert own == [1, 2, 3, *range(7, 79, 4)]
+    assert {m for m, _ in Arch.from_preset("glm-5").layers} == {"dsa"}
+    per_layer = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
+    glm5, glm52 = count_params(Arch.from_preset("glm-5")), count_params(arch)
+    assert glm5.total - glm52.total == (78 - len(own)) * per_layer
+    assert glm5.mtp == glm52.mtp  # the MTP layer keeps its own indexer
+
+
+def test_repeated_mtp_layer_counts_one_block() -> None:
+    repeated = count_params(Arch.from_preset("nemotron-3.5-lightning"))
+    values = {**preset_fields("nemotron-3.5-lightning"), "mtp_use_repeated_layer": False}
+    separate = count_params(Arch.from_mapping(values))
+    assert repeated.total == separate.total and separate.mtp == 2 * repeated.mtp > 0
+
+
 # --- building an Arch -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["deepseek-v3", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b"])
+@pytest.mark.parametrize(
+    "name", ["deepseek-v3", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b", "glm-5.2"]
+)
 def test_from_mapping_with_dotted_keys_matches_preset(name: str) -> None:
     dotted = {f"model.{k}": v for k, v in preset_fields(name).items()}
     assert (

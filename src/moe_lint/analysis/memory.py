@@ -857,8 +857,42 @@ def _mamba_pieces(ctx: _Ctx) -> Pieces:
     }
 
 
-_MIXER_PIECES = {"gqa": _gqa_pieces, "mla": _mla_pieces, "gdn": _gdn_pieces,
-                 "mamba": _mamba_pieces}  # fmt: skip
+def _dsa_pieces(ctx: _Ctx) -> Pieces:
+    """MLA with DSA: the MLA pieces plus what the indexer keeps for its KL loss and top-k.
+
+    Sources (megatron/core/transformer/experimental_attention_variant/):
+    dsa.py::DSAttention.forward runs dsa.py::DSAIndexer.forward_before_topk under grad when
+    the indexer loss is on (training, dsa_indexer_loss_coeff > 0): its duplicated linears see
+    the SP-gathered ``x``/``qr`` (kept only when they are new tensors, i.e. SP with TP > 1),
+    k_norm (LayerNorm) keeps its input and fp32 mean/rstd, and k is gathered over CP.
+    dsa.py::FusedDSAIndexerLoss.forward saves q [s,b,heads,dim], weights [s,b,heads], k and the
+    top-k indices (torch.topk, int64); the fused cuDNN/TileLang kernels
+    (dsa_cudnn_kernels.py::FusedIndexerSparseAttnFunc.forward) save same-sized indexer grads
+    and int32 indices plus an int32 length per row. Without the loss only the indices stay
+    (the sparse attention keeps them). Every TP rank computes all indexer heads for all of
+    its CP rank's tokens. The s×s index scores of the reference path are transient.
+    """
+    a, n, v = ctx.arch, ctx.tokens, ctx.v
+    out = _mla_pieces(ctx)
+    backend = v.get("model.attention_backend")
+    if isinstance(backend, Mapping):  # full dumps write the AttnBackend enum as a mapping
+        backend = backend.get("_name_")
+    fused = v.get("model.dsa_kernel_backend", default="none") != "none" and backend != "unfused"
+    topk = min(a.dsa_indexer_topk, ctx.seq)
+    out["dsa_topk"] = (4 * topk + 4 if fused else 8 * topk) * n
+    coeff = float(v.get("model.dsa_indexer_loss_coeff", default=0.0) or 0.0)
+    if coeff <= 0:
+        return out
+    heads, dim = a.dsa_indexer_n_heads, a.dsa_indexer_head_dim
+    out["dsa_index_qw"] = 2 * heads * (dim + 1) * n
+    out["dsa_index_k"] = 2 * dim * n * ctx.cp + (2 * dim + 8) * n
+    if ctx.sp:
+        out["dsa_index_in"] = 2 * (a.q_lora_rank or a.hidden_size) * n + 2 * a.hidden_size * n
+    return out
+
+
+_MIXER_PIECES = {"gqa": _gqa_pieces, "mla": _mla_pieces, "dsa": _dsa_pieces,
+                 "gdn": _gdn_pieces, "mamba": _mamba_pieces}  # fmt: skip
 
 
 def _unfused_glu(ctx: _Ctx) -> bool:

@@ -4,10 +4,11 @@ The memory model (``moe_lint.analysis.memory``) needs to know, for every layer, 
 parameters are
 split over tensor parallelism, how many are replicated on every TP rank and how many are routed
 experts (split over EP·ETP). This module counts them from Megatron / Bridge ``model.*`` fields
-with the formulas of ``tests/data/models-check.md`` (GQA/MHA and MLA attention, Gated DeltaNet
-and Mamba-2 mixers, dense and gated MLPs, routed and shared experts, router, norms, embeddings,
-untied output, MTP). ``moe_layer_freq`` patterns such as ``"([0]*3+[1]*58)"`` are parsed by a
-small grammar, never by ``eval``: config files are untrusted text.
+with the formulas of ``tests/data/models-check.md`` (GQA/MHA and MLA attention, MLA with the
+DSA sparse-attention indexer, Gated DeltaNet and Mamba-2 mixers, dense and gated MLPs, routed,
+latent and shared experts, router, norms, embeddings, untied output, MTP). ``moe_layer_freq``
+patterns such as ``"([0]*3+[1]*58)"`` are parsed by a small grammar, never by ``eval``: config
+files are untrusted text.
 
 Only the standard library is imported so the memory model stays cheap to load.
 """
@@ -171,8 +172,10 @@ _HYBRID = {
 class Arch:
     """The architecture fields the counters read (Megatron / Bridge names, defaults applied).
 
-    ``layers`` lists ``(mixer, ffn)`` per transformer layer: mixer is ``gqa``, ``mla``, ``gdn``
-    (Gated DeltaNet), ``mamba`` or ``none``; ffn is ``dense``, ``moe`` or ``none``.
+    ``layers`` lists ``(mixer, ffn)`` per transformer layer: mixer is ``gqa``, ``mla``, ``dsa``
+    (MLA whose core attention is DSA with its own indexer), ``gdn`` (Gated DeltaNet), ``mamba``
+    or ``none``; ffn is ``dense``, ``moe`` or ``none``. A DSA layer that reuses an earlier
+    layer's top-k indices (``dsa_indexer_topk_freq`` > 1) has no indexer and counts as ``mla``.
     ``assumed`` names the fields that were missing and took a default.
     """
 
@@ -215,7 +218,11 @@ class Arch:
     mamba_state_dim: int = 128
     mamba_num_groups: int = 8
     mamba_conv_kernel: int = 4
+    dsa_indexer_n_heads: int = 64  # DeepSeek-V3.2; GLM-5 has 32
+    dsa_indexer_head_dim: int = 128
+    dsa_indexer_topk: int = 2048
     mtp_num_layers: int = 0
+    mtp_use_repeated_layer: bool = False
     assumed: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -242,8 +249,18 @@ class Arch:
 
     @property
     def mtp_mixer(self) -> str:
-        """MTP depths use the model's full-attention block (MLA or GQA), never a linear mixer."""
-        return "mla" if any(m == "mla" for m, _ in self.layers) else "gqa"
+        """MTP depths use the model's full-attention block (DSA, MLA or GQA), never a linear
+        mixer; a DSA model's MTP layer has its own indexer (GLM-5 maps its indexer tensors)."""
+        mixers = {m for m, _ in self.layers}
+        return next((m for m in ("dsa", "mla") if m in mixers), "gqa")
+
+    @property
+    def mtp_weight_sets(self) -> int:
+        """MTP blocks with their own weights: one when ``mtp_use_repeated_layer`` (Megatron-Core
+        builds one layer and applies it at every depth), else one per depth."""
+        if self.mtp_use_repeated_layer:
+            return min(self.mtp_num_layers, 1)
+        return self.mtp_num_layers
 
     def padded_vocab(self, tp: int = 1) -> int:
         """Embedding rows: Megatron pads to a multiple of divisible_by·TP when padding is on."""
@@ -322,7 +339,8 @@ _OPTIONAL_FIELDS = (
     "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_shared_expert_gate",
     "moe_latent_size", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
     "linear_value_head_dim", "linear_conv_kernel_dim", "mamba_num_heads", "mamba_head_dim",
-    "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel",
+    "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel", "dsa_indexer_n_heads",
+    "dsa_indexer_head_dim", "dsa_indexer_topk", "mtp_use_repeated_layer",
 )  # fmt: skip
 
 
@@ -343,12 +361,39 @@ def _layer_kinds(f: _Fields) -> list[tuple[str, str]]:
 
 
 def _mixers(f: _Fields, num_layers: int) -> list[str]:
-    """Attention kind per layer: MLA, GQA, or Gated DeltaNet for hybrid linear attention."""
+    """Attention kind per layer: MLA, GQA, DSA, or Gated DeltaNet for hybrid linear attention."""
     full = "mla" if f.get("multi_latent_attention") else "gqa"
-    if f.get("experimental_attention_variant") != "gated_delta_net":
+    variant = f.get("experimental_attention_variant")
+    if variant == "dsa":
+        return _dsa_layers(f, num_layers)
+    if variant != "gated_delta_net":
         return [full] * num_layers
     linear = _linear_layers(f, num_layers)
     return ["gdn" if linear[i] else full for i in range(num_layers)]
+
+
+#: DeepSeek-V3.2 / GLM-5 indexer sizes, assumed when a DSA config leaves them out.
+_DSA_DEFAULTS = (("dsa_indexer_n_heads", 64), ("dsa_indexer_head_dim", 128),
+                 ("dsa_indexer_topk", 2048))  # fmt: skip
+
+
+def _dsa_layers(f: _Fields, num_layers: int) -> list[str]:
+    """DSA layers that compute top-k (own indexer) vs. those reusing an earlier layer's.
+
+    Megatron-Core's rule (1-based layer numbers): a layer skips top-k when
+    ``max(number - max(offset, 1), 0) % freq != 0`` and ``freq > 1``
+    (megatron/core/transformer/experimental_attention_variant/dsa.py::is_dsa_skip_topk_layer;
+    DSAttention.__init__ builds no indexer for it).
+    """
+    freq = int(f.get("dsa_indexer_topk_freq", 1) or 1)
+    offset = max(int(f.get("dsa_indexer_skip_topk_offset", 0) or 0), 1)
+    if freq < 1:
+        raise PatternError(f"dsa_indexer_topk_freq must be >= 1, got {freq}")
+    for name, default in _DSA_DEFAULTS:
+        f.get(name, default, note=True)  # Megatron-Core has no default: record the assumption
+    if freq == 1:
+        return ["dsa"] * num_layers
+    return ["mla" if max(i + 1 - offset, 0) % freq else "dsa" for i in range(num_layers)]
 
 
 def _linear_layers(f: _Fields, num_layers: int) -> list[bool]:
@@ -450,6 +495,24 @@ def mla_params(a: Arch) -> Part:
     return Part(sharded + replicated, sharded)
 
 
+def dsa_indexer_params(a: Arch) -> int:
+    """DSA lightning indexer, duplicated on every TP rank: wq_b (q latent → heads·dim), wk
+    (h → dim), k_norm (LayerNorm weight + bias), weights_proj (h → heads).
+
+    megatron/core/transformer/experimental_attention_variant/dsa.py::DSAIndexer.__init__
+    (parallel_mode="duplicated"; q input is q_lora_rank, or hidden_size without q LoRA).
+    """
+    q_in = a.q_lora_rank or a.hidden_size
+    n, d = a.dsa_indexer_n_heads, a.dsa_indexer_head_dim
+    return q_in * n * d + a.hidden_size * d + 2 * d + a.hidden_size * n
+
+
+def dsa_params(a: Arch) -> Part:
+    """MLA plus its DSA indexer (replicated over TP)."""
+    mla = mla_params(a)
+    return Part(mla.total + dsa_indexer_params(a), mla.sharded)
+
+
 def gdn_params(a: Arch) -> Part:
     """Gated DeltaNet (Qwen3-Next linear layers), as models-check.md counts it."""
     h, nv = a.hidden_size, a.linear_num_value_heads
@@ -505,7 +568,8 @@ def moe_other_params(a: Arch) -> Part:
     return Part(sharded + replicated, sharded)
 
 
-_MIXERS = {"gqa": gqa_params, "mla": mla_params, "gdn": gdn_params, "mamba": mamba_params}
+_MIXERS = {"gqa": gqa_params, "mla": mla_params, "dsa": dsa_params, "gdn": gdn_params,
+           "mamba": mamba_params}  # fmt: skip
 
 
 def layer_params(a: Arch, index: int, mixer: str, ffn: str) -> LayerParams:
@@ -540,7 +604,8 @@ class ParamCounts:
     """Whole-model parameter counts; see models-check.md for the conventions.
 
     ``active`` counts the embedding and output layer; the ``active_excl_*`` variants follow
-    the publishers that leave them out. MTP depths are only in ``total_with_mtp``.
+    the publishers that leave them out. MTP depths are only in ``total_with_mtp`` (one block
+    of weights for all depths under ``mtp_use_repeated_layer``).
     """
 
     total: int
@@ -602,7 +667,7 @@ def count_params(arch: Arch, tp: int = 1) -> ParamCounts:
     }
     total = embedding + output + final_norm + sum(components.values())
     inactive = sum(lp.routed_experts - lp.active_experts for lp in layers)
-    mtp = arch.mtp_num_layers * (mtp_layer_params(arch).total + mtp_extra_params(arch).total)
+    mtp = arch.mtp_weight_sets * (mtp_layer_params(arch).total + mtp_extra_params(arch).total)
     return ParamCounts(
         total=total,
         total_with_mtp=total + mtp,
