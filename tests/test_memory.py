@@ -543,7 +543,9 @@ def test_forced_balancing_paged_stash_and_bounds() -> None:
     assert _act(forced) == pytest.approx(_act(estimate(config(), f, BALANCED)))
     lower_act = natural.lower_worst.term("activations")
     assert lower_act is not None  # the lower bound routes balanced
-    assert lower_act.gib == pytest.approx(_act(estimate(config(), f, BALANCED)))
+    fraction = MemorySettings().lower_activation_fraction
+    assert lower_act.gib == pytest.approx(fraction * _act(estimate(config(), f, BALANCED)))
+    assert natural.lower_worst.term("backward workspace") is None
     stash = estimate(config(moe_paged_stash=True, moe_paged_stash_buffer_size_factor_cuda=1.2), f)
     assert "paged-stash" in gib_term(stash, "activations").derivation
     for est in (natural, forced, stash):
@@ -692,7 +694,18 @@ def test_every_setting_is_documented() -> None:
         assert f"`{f.name}`" in doc, f.name
 
 
-# --- published measurements (tests/data/memory-measurements.yaml) -----------------------------
+# --- published measurements (tests/data/memory-points/) ----------------------------------------
+
+#: Published points whose verdict the model gets wrong, with the reason (docs/memory-model.md
+#: "Known gaps"): each must stay wrong for that reason, or leave this table.
+KNOWN_WRONG_VERDICTS = {
+    # OOM in iteration 1 from TE CUDA-graph private pools with layernorm recompute; the model
+    # has no pool term for per-module graphs and says 75.1 of 79.2 GiB (just under MEM002).
+    "nemotron-3-nano-30b-a3b.h100x16.bf16.pretrain-capacity.recompute-layernorm_plus_moe_act",
+    # Only the language model is modelled (model=nemotron-3-nano-30b-a3b), not the vision and
+    # sound encoders of the Omni model that OOMed.
+    "nemotron-3-nano-omni-30b-a3b.h100x8.bf16.sft-long-context-8k.oom",
+}
 
 
 @pytest.fixture(scope="module")
@@ -701,30 +714,43 @@ def rows() -> list[Any]:
     return rows
 
 
-def test_every_measurement_is_predicted(rows: list[Any]) -> None:
-    assert len(rows) == 13
+def test_every_point_is_estimated(rows: list[Any]) -> None:
+    assert len(rows) >= 39
+    assert not [(r.point["id"], r.problem) for r in rows if r.est is None]
 
 
-def test_fit_or_oom_verdict_matches_every_run(rows: list[Any]) -> None:
-    wrong = [(r.run["id"], r.predicted_outcome) for r in rows if not r.matches]
-    assert not wrong
+def test_median_error_of_the_central_estimate_within_5_percent(rows: list[Any]) -> None:
+    counted = [r for r in rows if r.counted]
+    assert len(counted) >= 15
+    assert _tool().median_abs_error(rows) <= 0.05
 
 
-def test_oom_run_predicts_more_than_it_had_allocated(rows: list[Any]) -> None:
+def test_lower_bound_never_above_a_measured_peak(rows: list[Any]) -> None:
+    assert not [(r.point["id"], r.lower_gb, r.measured_gb) for r in
+                _tool().lower_bound_violations(rows)]  # fmt: skip
+
+
+def test_band_covers_the_worst_under_prediction(rows: list[Any]) -> None:
+    low, _ = _tool().worst_errors(rows)
+    assert MemorySettings().band >= -low
     for r in rows:
-        if r.run["outcome"] == "oom":
-            assert r.predicted_gb > r.measured_gb
-            assert r.est.worst.total_gib > r.est.capacity_gib
+        if r.counted:
+            assert r.upper_gb >= r.measured_gb, r.point["id"]
+
+
+def test_fit_or_oom_verdict_right_on_every_point(rows: list[Any]) -> None:
+    """ "fits" for every run that ran, MEM001/MEM002 for every OOM, incl. the Nemotron 3 Nano
+    recompute boundary ([moe], [moe, layernorm] ran; [], [core_attn], [moe_act] OOMed)."""
+    wrong = {r.point["id"] for r in rows if r.verdict_right is False}
+    assert wrong == KNOWN_WRONG_VERDICTS
+    assert not [r.point["id"] for r in rows if r.outcome == "ran" and r.verdict == "does NOT fit"
+                and r.point["reconstruction"] != "insufficient"]  # fmt: skip
 
 
 def test_offload_slope_within_10_percent(rows: list[Any]) -> None:
     predicted, measured = _tool().offload_slope(rows)
-    assert measured == pytest.approx(3.82, abs=0.01)
+    assert measured == pytest.approx(3.8, abs=0.05)
     assert abs(predicted / measured - 1) <= 0.10
-
-
-def test_median_absolute_error_within_10_percent(rows: list[Any]) -> None:
-    assert _tool().median_abs_error(rows) <= 0.10
 
 
 def test_memory_report_is_up_to_date() -> None:

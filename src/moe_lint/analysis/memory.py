@@ -39,6 +39,8 @@ from moe_lint.config.mixed_precision import MP_DEFAULTS, recipe_values
 from moe_lint.config.versions import Version, effective_version
 
 GIB = float(2**30)
+#: The upper band's term on top of the allocated peak (an allocated-memory model error).
+BAND = "model band"
 
 
 class MemoryInputError(ValueError):
@@ -1148,7 +1150,7 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
         terms.append(Term("EP-overlap extra layer", max(full) / GIB,
                           "overlap_moe_expert_parallel_comm at PP = 1: one more full layer of "
                           "the paired micro-batch alive", "activation"))  # fmt: skip
-    if full:
+    if full and ctx.mode != "lower":
         work = ctx.settings.backward_workspace_layers * max(full)
         terms.append(Term("backward workspace", work / GIB,
                           f"{ctx.settings.backward_workspace_layers:g} × the largest layer "
@@ -1160,6 +1162,13 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
         terms.append(_head_term(ctx, "output layer and loss", 1))
     if stage.mtp:
         terms.append(_mtp_term(ctx, stage.mtp, rho))
+    if ctx.mode == "lower":
+        # The saved-tensor model is itself an estimate: the lower bound keeps the fraction of
+        # it no published measurement has come in below (docs/memory-validation.md).
+        kept = ctx.settings.lower_activation_fraction
+        terms = [replace(t, gib=t.gib * kept,
+                         derivation=f"lower bound: {kept:g} × ({t.derivation})")
+                 for t in terms]  # fmt: skip
     return terms
 
 
@@ -1398,9 +1407,6 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
         phase = "forward/backward" if act >= step else "optimizer step"
         allocated = state + max(act, step)
     fraction, why = _fragmentation(ctx)
-    if ctx.mode == "upper":
-        fraction += ctx.settings.band
-        why += f" + band {ctx.settings.band:g} (largest under-prediction of the validation set)"
     margin = Term(
         "fragmentation margin",
         allocated * fraction,
@@ -1408,6 +1414,11 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
         "margin",
     )
     terms += [*_fixed_terms(ctx), margin]
+    if ctx.mode == "upper":
+        band = ctx.settings.band
+        terms.append(Term(BAND, allocated * band,
+                          f"{band:g} × allocated peak {allocated:.2f} GiB (at least the largest "
+                          "under-prediction of the published measurements)", "margin"))
     fixed = sum(t.gib for t in terms if t.kind in ("fixed", "margin"))
     return StageEstimate(
         stage.rank,

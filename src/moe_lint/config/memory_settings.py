@@ -35,6 +35,9 @@ class MemorySettings:
     headroom_gib: memory to keep free on top of everything (other processes, safety).
     band: the upper band's margin on the allocated peak: the largest under-prediction of the
         central estimate over the published measurements (docs/memory-validation.md).
+    lower_activation_fraction: the share of the modelled activations the lower bound keeps
+        (no backward workspace either): the activation model over-predicts some published
+        runs by a few percent, and a lower bound must stay below every measured peak.
     """
 
     routing_imbalance: float = 1.3
@@ -48,6 +51,7 @@ class MemorySettings:
     flash_attention: bool = True
     headroom_gib: float = 0.0
     band: float = 0.10
+    lower_activation_fraction: float = 0.9
 
 
 #: Lint-side settings. warn-headroom: warn (MEM002) when the central estimate is within this
