@@ -96,6 +96,7 @@ COMPUTE_DTYPES: dict[str, str] = {
     "fp8_mx": "bf16_with_mxfp8_mixed",
     "fp8_sc": "bf16_with_fp8_subchannel_scaling_mixed",
     "nvfp4": "bf16_with_nvfp4_mixed",
+    "fp8_ss": "bf16_with_fp8_subchannel_scaling_mixed",  # r0.1.0 perf_matrix name
 }
 
 #: Sections an override file may carry; the rest of a recipe (logging, checkpointing, data
@@ -519,6 +520,18 @@ class Trace:
     calls: list[str] = field(default_factory=list)
 
 
+def _precision_fields(dtype: str, func: str) -> dict[str, Any]:
+    """What utils/precision.py::get_precision_config / perf_recipes/_common.py::_perf_precision
+    return for a compute dtype."""
+    recipe = COMPUTE_DTYPES[dtype]
+    mp: dict[str, Any] = {"_recipe": recipe, **MP_RECIPES[recipe]}
+    if dtype == "fp8_cs":  # both functions turn the BF16 first/last layers off
+        mp["first_last_layers_bf16"] = False
+    if func == "_perf_precision":
+        mp["grad_reduce_in_fp32"] = False
+    return mp
+
+
 class Interpreter:
     """Follows ``cfg.a.b = <literal>`` through a recipe function and the functions it calls."""
 
@@ -614,9 +627,9 @@ class Interpreter:
             if node.func.id in ("_perf_precision", "get_precision_config") and node.args:
                 dtype = self._value(node.args[0], names, aliases)
                 if isinstance(dtype, str) and dtype in COMPUTE_DTYPES:
-                    return ("precision", dtype, node.func.id)
+                    return ("mp", _precision_fields(dtype, node.func.id))
             if node.func.id in MP_RECIPES and not node.args:
-                return ("recipe", node.func.id)
+                return ("mp", {"_recipe": node.func.id, **MP_RECIPES[node.func.id]})
             if node.func.id.endswith("Config") and node.func.id[:1].isupper():
                 # OptimizerConfig(...), DistributedDataParallelConfig(...): the literal kwargs
                 kwargs: dict[str, Any] = {}
@@ -625,7 +638,7 @@ class Interpreter:
                     if kw.arg and item is not _UNSET:
                         kwargs[kw.arg] = item
                 return ("obj", kwargs)
-            if node.func.id[:1].islower() and node.func.id not in self.NATIVE:
+            if not node.func.id[:1].isupper() and node.func.id not in self.NATIVE:
                 returned = self._returned(node, names, aliases)
                 if returned is not _UNSET:
                     return returned
@@ -752,18 +765,9 @@ class Interpreter:
                 self._set(f"{path}.{key}", item)
             return
         if path == "mixed_precision" and isinstance(value, str) and value in MP_RECIPES:
-            value = ("recipe", value)
-        if isinstance(value, tuple) and value and value[0] in ("precision", "recipe"):
-            if value[0] == "precision":
-                _, dtype, func = value
-                recipe = COMPUTE_DTYPES[dtype]
-                mp: dict[str, Any] = {"_recipe": recipe, **MP_RECIPES[recipe]}
-                if dtype == "fp8_cs":  # both functions turn the BF16 first/last layers off
-                    mp["first_last_layers_bf16"] = False
-                if func == "_perf_precision":
-                    mp["grad_reduce_in_fp32"] = False
-            else:
-                mp = {"_recipe": value[1], **MP_RECIPES[value[1]]}
+            value = ("mp", {"_recipe": value, **MP_RECIPES[value]})
+        if path == "mixed_precision" and isinstance(value, tuple) and value and value[0] == "mp":
+            mp: dict[str, Any] = value[1]
             for key in [k for k in self.trace.values if k.startswith("mixed_precision.")]:
                 del self.trace.values[key]
             for key, item in mp.items():
@@ -906,6 +910,13 @@ class Interpreter:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name):
+                    early = _UNSET
+                    if isinstance(stmt.value, ast.Call):
+                        early = self._value(stmt.value, names, aliases)
+                    if isinstance(early, tuple) and early and early[0] == "mp":
+                        names[target.id] = ("mp", dict(early[1]))
+                        aliases.pop(target.id, None)
+                        continue
                     if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
                         if (
                             target.id in aliases or target.id == "cfg"
@@ -925,6 +936,16 @@ class Interpreter:
                     value = self._value(stmt.value, names, aliases)
                     if value is not _UNSET:
                         names[target.id] = value
+                    continue
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and isinstance(names.get(target.value.id), tuple)
+                    and names[target.value.id][0] == "mp"
+                ):
+                    item = self._value(stmt.value, names, aliases)
+                    if item is not _UNSET:
+                        names[target.value.id][1][target.attr] = item
                     continue
                 path = self._path(target, aliases)
                 if path is None or path.split(".")[0] not in SECTIONS:
@@ -1022,11 +1043,16 @@ def extract_row(mirror: Mirror, row: Row) -> dict[str, Any] | str:
         values.update(preset_fields(preset, tag))
         if values.get("model.moe_flex_dispatcher_backend") == "hybridep" and tag != "v0.2.0":
             values["model.moe_hybridep_num_sms"] = 32  # _set_common_perf_overrides
-        if not any(k.startswith("mixed_precision.") for k in values):
-            interp._set("mixed_precision", ("precision", dtype, "get_precision_config"))
+        if "mixed_precision._recipe" not in values:
+            # The precision config reached the recipe through a constructor or **kwargs the
+            # reading does not follow: get_precision_config(precision) is what the function
+            # passes (v0.2.0 .. v0.5.1); fields the function set on it afterwards stay.
+            later = {k: v for k, v in values.items() if k.startswith("mixed_precision.")}
+            interp._set("mixed_precision", ("mp", _precision_fields(dtype, "get_precision_config")))
             values.update(
                 {k: v for k, v in interp.trace.values.items() if k.startswith("mixed_precision.")}
             )
+            values.update(later)
         return {
             "source": f"{path}::{name} @{tag} ({ref if ref != tag else 'tag'})",
             "function": ran or f"(no {' / '.join(candidates)} found in {folder}/*_llm_pretrain.py)",
@@ -1241,27 +1267,32 @@ def render_override(row: Row, recipe: dict[str, Any]) -> str:
     return text
 
 
-_PARALLEL = (
+#: What a row states that changes the memory of one GPU: where the dump differs from the row in
+#: any of these, its other settings (recompute, CUDA graphs, paged stash, offloading) were tuned
+#: for another run, and the release-tag recipe is the better reconstruction. (GBS alone changes
+#: only the number of micro-batches, which the pipeline schedule bounds.)
+_SHAPE = (
     "model.tensor_model_parallel_size",
     "model.pipeline_model_parallel_size",
     "model.context_parallel_size",
     "model.virtual_pipeline_model_parallel_size",
     "model.expert_model_parallel_size",
+    "train.micro_batch_size",
+    "model.seq_length",
 )
 
 
-def _layout_mismatch(row: Row, dump: Path) -> list[str]:
-    """The parallel sizes (TP/PP/CP/VP/EP) where the row and the dump differ."""
-    model = (yaml.safe_load(dump.read_text(encoding="utf-8")) or {}).get("model") or {}
+def _shape_mismatch(row: Row, dump: Path) -> list[str]:
+    """The memory-shaping values (TP/PP/CP/VP/EP, MBS, sequence) where row and dump differ."""
+    data = yaml.safe_load(dump.read_text(encoding="utf-8")) or {}
     own = stated(row)
     out = []
-    for path in _PARALLEL:
-        key = path.split(".", 1)[1]
-        if path in own and model.get(key) != own[path]:
-            out.append(
-                f"{key.replace('_model_parallel_size', '').replace('_parallel_size', '')} "
-                f"{model.get(key)} (row: {own[path]})"
-            )
+    for path in _SHAPE:
+        section, key = path.split(".", 1)
+        have = (data.get(section) or {}).get(key)
+        if path in own and have != own[path]:
+            short = key.replace("_model_parallel_size", "").replace("_parallel_size", "")
+            out.append(f"{short} {have} (row: {own[path]})")
     return out
 
 
@@ -1323,7 +1354,7 @@ def generate(rows: list[Row], header: list[str], *, check: bool) -> int:
         stem = names[row.line]
         dump = dumps.get(f"{row.head_recipe}.yaml") if row.head_recipe else None
         recipe = recipes.get(str(row.line))
-        mismatch = _layout_mismatch(row, dump) if dump is not None else []
+        mismatch = _shape_mismatch(row, dump) if dump is not None else []
         if dump is not None and (not mismatch or not isinstance(recipe, dict)):
             wanted[OUT / f"{stem}.yaml"] = render_dump(row, dump)
             continue
@@ -1331,7 +1362,7 @@ def generate(rows: list[Row], header: list[str], *, check: bool) -> int:
             recipe = {
                 **recipe,
                 "why": f"the full dump {dump.name} has {', '.join(mismatch)}: "
-                "another parallel layout than the row, so the release-tag recipe is used",
+                "values that shape memory differ from the row, so the release-tag recipe is used",
             }
         if recipe is None:
             skipped.append(
