@@ -1073,6 +1073,44 @@ def extract_row(mirror: Mirror, row: Row) -> dict[str, Any] | str:
     }
 
 
+def _run_script_r010(path: str, gpu: str) -> dict[str, Any]:
+    """What scripts/performance/run_script.py (r0.1.0) sets per model and GPU after the YAML:
+    written out here because it branches on the launcher's --gpu argument."""
+    token_drop = {
+        "model.moe_expert_capacity_factor": 1.0,
+        "model.moe_pad_expert_input_to_capacity": True,
+    }
+    if "qwen3" in path:
+        return dict(token_drop)  # apply_moe_token_drop(recipe.model) for both Qwen3 sizes
+    if "deepseek" not in path:
+        return {}
+    out: dict[str, Any] = {}
+    tokendrop = gpu in ("b200", "gb200")
+    if tokendrop:
+        out.update(token_drop)
+    if gpu == "h100":  # enable_deepep (the flex dispatcher with DeepEP) and force-balanced routing
+        out.update(
+            {
+                "model.moe_token_dispatcher_type": "flex",
+                "model.moe_flex_dispatcher_backend": "deepep",
+                "model.moe_router_force_load_balancing": True,
+                "model.pipeline_model_parallel_layout": "Et|(tt|)*30mL",
+            }
+        )
+    a2a = gpu == "h100"
+    out.update(
+        {
+            "comm_overlap.overlap_moe_expert_parallel_comm": a2a,
+            "comm_overlap.delay_wgrad_compute": a2a,
+            "model.moe_shared_expert_overlap": not a2a,
+        }
+    )
+    modules = {"h100": ["mla_up_proj", "mlp"], "b200": ["mla_up_proj"], "gb200": ["mla_up_proj"]}
+    if gpu in modules:
+        out["model.recompute_modules"] = modules[gpu]
+    return out
+
+
 def _extract_perf_matrix(
     mirror: Mirror, ref: str, tag: str, path: str, gpu: str, ngpus: str, dtype: str
 ) -> dict[str, Any] | str:
@@ -1104,6 +1142,7 @@ def _extract_perf_matrix(
         values["model.sequence_parallel"] = bool(merged["tp"] and merged["tp"] > 1)
     if merged.get("fsdp"):
         values["ddp.use_megatron_fsdp"] = True
+    values.update(_run_script_r010(path, gpu))
     mp = (
         {"_recipe": COMPUTE_DTYPES[dtype], **MP_RECIPES[COMPUTE_DTYPES[dtype]]}
         if dtype in COMPUTE_DTYPES
@@ -1113,9 +1152,10 @@ def _extract_perf_matrix(
         values.setdefault(f"mixed_precision.{key}", item)
     return {
         "source": f"{path} perf_matrix.{gpu}.{ngpus}.{dtype} @{tag} ({ref})",
-        "function": "(YAML; cuda_graphs: "
+        "function": "(YAML perf_matrix entry, then scripts/performance/run_script.py's"
+        + " per-GPU settings; cuda_graphs: "
         + str(merged.get("cuda_graphs"))
-        + " is a launcher flag, not a config field)",
+        + " is a launcher flag, not read)",
         "calls": [],
         "skipped_ifs": 0,
         "values": values,
@@ -1293,6 +1333,10 @@ def _shape_mismatch(row: Row, dump: Path) -> list[str]:
         if path in own and have != own[path]:
             short = key.replace("_model_parallel_size", "").replace("_parallel_size", "")
             out.append(f"{short} {have} (row: {own[path]})")
+    if "tokendrop" in row["other_columns_verbatim"] and not (data.get("model") or {}).get(
+        "moe_expert_capacity_factor"
+    ):
+        out.append("token-dropless routing (row: tokendrop)")
     return out
 
 
