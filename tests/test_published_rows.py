@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import re
@@ -81,6 +82,7 @@ def test_every_row_is_a_file_or_skipped() -> None:
     }
 
 
+@functools.cache
 def _lint_all() -> list[tuple[Path, int, list[dict[str, object]], str]]:
     files = _row_files()
     assert files, "no reconstructed rows: run python tools/published_rows.py"

@@ -604,6 +604,10 @@ class Interpreter:
         if isinstance(node, ast.Attribute):
             path = self._path(node, aliases)
             if path is not None:
+                if path not in self.trace.values and any(
+                    k.startswith(path + ".") for k in self.trace.values
+                ):
+                    return ("section", path)  # a config object that is set (`is not None`)
                 return self.trace.values.get(path, _UNSET)
             if (
                 isinstance(node.value, ast.Name)
