@@ -31,6 +31,7 @@ GENERATORS = (
     "corpus_report.py",
     "memory_report.py",
     "fact_docs.py",
+    "published_rows.py",
 )
 
 
