@@ -1389,6 +1389,38 @@ def render_dump(row: Row, dump: Path) -> str:
     return "\n".join(lines) + "\n" + text
 
 
+#: Models with no architecture preset, and why (a row of theirs cannot be estimated).
+NO_PRESET = {
+    "DeepSeek-V4-Flash": "no architecture preset: Bridge's deepseek_v4_bridge.py builds "
+    "dsv4_hybrid attention, hyper-connections and hash-routed MoE layers that neither "
+    "Megatron-Core 0.19.2 nor Megatron-LM main (d98e8a6) contains, so their weight shapes "
+    "cannot be taken from the framework source",
+}
+
+
+def unusable(row: Row) -> str | None:
+    """Why a row cannot be reconstructed: no preset for its model, or printed values that
+    contradict each other (gradient accumulation GA = GBS / (MBS·DP), DP = GPUs/(TP·PP·CP)),
+    so the printed layout is not the one that ran."""
+    if row["model"] in NO_PRESET:
+        return NO_PRESET[row["model"]]
+    match = re.search(r"GA=(\d+)", row["other_columns_verbatim"])
+    try:
+        gpus, gbs, mbs, tp, pp, cp = (
+            int(row[k]) for k in ("num_gpus", "gbs", "mbs", "tp", "pp", "cp")
+        )
+    except ValueError:
+        return None
+    dp = gpus // (tp * pp * cp)
+    if match and int(match.group(1)) * mbs * dp != gbs:
+        return (
+            f"printed values contradict each other: GA={match.group(1)}, but GBS {gbs} / "
+            f"(MBS {mbs} · DP {dp}) = {gbs / (mbs * dp):g} with DP = {gpus} GPUs / (TP {tp} · "
+            f"PP {pp} · CP {cp}); the printed layout is not the one that ran"
+        )
+    return None
+
+
 def generate(rows: list[Row], header: list[str], *, check: bool) -> int:
     recipes: dict[str, Any] = {}
     if RECIPES.exists():
@@ -1400,6 +1432,10 @@ def generate(rows: list[Row], header: list[str], *, check: bool) -> int:
     skipped: list[tuple[Row, str]] = []
     for row in rows:
         stem = names[row.line]
+        problem = unusable(row)
+        if problem is not None:
+            skipped.append((row, problem))
+            continue
         dump = dumps.get(f"{row.head_recipe}.yaml") if row.head_recipe else None
         recipe = recipes.get(str(row.line))
         mismatch = _shape_mismatch(row, dump) if dump is not None else []

@@ -397,9 +397,11 @@ def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _
         mtp = mtp_layer_params(a)
         extra = mtp_extra_params(a)
         dense_mtp = mtp.dense + extra
-        extra_sharded += stage.mtp * dense_mtp.sharded
-        extra_replicated += stage.mtp * dense_mtp.replicated
-        expert_layers += stage.mtp if mtp.ffn == "moe" else 0
+        # mtp_use_repeated_layer: one block of weights serves every depth.
+        sets = min(stage.mtp, a.mtp_weight_sets)
+        extra_sharded += sets * dense_mtp.sharded
+        extra_replicated += sets * dense_mtp.replicated
+        expert_layers += sets if mtp.ffn == "moe" else 0
         tied_copy = a.share_embeddings_and_output_weights and stage.head
         if not stage.embedding and not tied_copy:
             extra_sharded += emb  # MTP re-embeds tokens: the last stage keeps its own copy
@@ -718,7 +720,7 @@ Pieces = dict[str, float]
 
 #: Selective-recompute modules -> the saved pieces they drop (docs/domain/02 §4.4).
 RECOMPUTE_DROPS: dict[str, tuple[str, ...]] = {
-    "core_attn": ("attn_scores",),
+    "core_attn": ("attn_scores", "dsa_topk", "dsa_index_qw", "dsa_index_k", "dsa_index_in"),
     "layernorm": ("norm_out", "mlp_norm_out"),
     "mla_up_proj": ("mla_up",),
     "moe_act": ("routed_act",),
@@ -1537,7 +1539,7 @@ def _recompute_changes(values: Mapping[str, Any], arch: Arch) -> list[_Change]:
         applicable += ["moe_act", "moe"]
         if arch.moe_shared_expert_intermediate_size:
             applicable.append("shared_experts")
-    if "mla" in mixers:
+    if mixers & {"mla", "dsa"}:
         applicable.append("mla_up_proj")
     if "dense" in ffns:
         applicable.append("mlp")
