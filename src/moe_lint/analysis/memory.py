@@ -1167,9 +1167,9 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
     if ctx.mode == "lower":
         # The saved-tensor model is itself an estimate: the lower bound keeps the fraction of
         # it no published measurement has come in below (docs/memory-validation.md).
-        kept = ctx.settings.lower_activation_fraction
-        terms = [replace(t, gib=t.gib * kept,
-                         derivation=f"lower bound: {kept:g} × ({t.derivation})")
+        share = ctx.settings.lower_activation_fraction
+        terms = [replace(t, gib=t.gib * share,
+                         derivation=f"lower bound: {share:g} × ({t.derivation})")
                  for t in terms]  # fmt: skip
     return terms
 
@@ -1418,9 +1418,15 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     terms += [*_fixed_terms(ctx), margin]
     if ctx.mode == "upper":
         band = ctx.settings.band
-        terms.append(Term(BAND, allocated * band,
-                          f"{band:g} × allocated peak {allocated:.2f} GiB (at least the largest "
-                          "under-prediction of the published measurements)", "margin"))
+        terms.append(
+            Term(
+                BAND,
+                allocated * band,
+                f"{band:g} × allocated peak {allocated:.2f} GiB (at least the largest "
+                "under-prediction of the published measurements)",
+                "margin",
+            )
+        )
     fixed = sum(t.gib for t in terms if t.kind in ("fixed", "margin"))
     return StageEstimate(
         stage.rank,
