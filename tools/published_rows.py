@@ -739,14 +739,10 @@ class Interpreter:
             return None
         return _literal(node, names)
 
-    def _returned(self, node: ast.Call, names: dict[str, Any], aliases: dict[str, str]) -> Any:
-        """What a factory function (e.g. distributed_muon_with_cosine_annealing) returns."""
-        assert isinstance(node.func, ast.Name)
-        where = self._where
-        found = self._resolve(where, node.func.id)
-        if found is None or self.depth > 12:
-            return _UNSET
-        func = found[1]
+    def _bind(
+        self, func: Any, node: ast.Call, names: dict[str, Any], aliases: dict[str, str]
+    ) -> dict[str, Any]:
+        """The call's literal positional and keyword arguments by parameter name."""
         params = [a.arg for a in func.args.args]
         args: dict[str, Any] = {}
         for i, arg in enumerate(node.args[: len(params)]):
@@ -758,6 +754,17 @@ class Interpreter:
                 value = self._value(kw.value, names, aliases)
                 if value is not _UNSET:
                     args[kw.arg] = value
+        return args
+
+    def _returned(self, node: ast.Call, names: dict[str, Any], aliases: dict[str, str]) -> Any:
+        """What a factory function (e.g. distributed_muon_with_cosine_annealing) returns."""
+        assert isinstance(node.func, ast.Name)
+        where = self._where
+        found = self._resolve(where, node.func.id)
+        if found is None or self.depth > 12:
+            return _UNSET
+        func = found[1]
+        args = self._bind(func, node, names, aliases)
         sub = Interpreter(self.mirror, self.ref, self.preset)
         sub.depth = self.depth + 1
         sub.call(found, args, [], aliases={})
@@ -981,17 +988,7 @@ class Interpreter:
         if found is None:
             return
         func = found[1]
-        params = [a.arg for a in func.args.args]
-        args: dict[str, Any] = {}
-        for i, arg in enumerate(node.args[: len(params)]):
-            value = self._value(arg, names, aliases)
-            if value is not _UNSET:
-                args[params[i]] = value
-        for kw in node.keywords:
-            if kw.arg is not None:
-                value = self._value(kw.value, names, aliases)
-                if value is not _UNSET:
-                    args[kw.arg] = value
+        args = self._bind(func, node, names, aliases)
         self.call(found, args, [])
 
 
