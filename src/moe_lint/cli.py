@@ -25,7 +25,8 @@ from moe_lint.config.settings import Settings, apply_cluster, find_pyproject, lo
 from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
-from moe_lint.lint import FileResult, lint_text, prepare, slim
+from moe_lint.files import STDIN, Target, excluder_for, expand, read_stdin
+from moe_lint.lint import FileResult, lint_document, lint_text, prepare, slim
 from moe_lint.output import escape
 from moe_lint.output import text as report
 from moe_lint.output.escape import line
@@ -55,8 +56,10 @@ def _check_parser() -> argparse.ArgumentParser:
         "args",
         nargs="*",
         metavar="FILE|OVERRIDE",
-        help="config files and Hydra-style overrides (model.context_parallel_size=16), in any "
-        "order among the options; after -- no word is an option",
+        help="config files, folders (walked for *.yaml, *.yml, *.sh), quoted globs "
+        "('configs/**/*.yaml'), - for stdin, and Hydra-style overrides "
+        "(model.context_parallel_size=16), in any order among the options; after -- no word "
+        "is an option",
     )
     p.add_argument("--version", action="version", version=f"moe-lint {__version__}")
     cluster = p.add_argument_group("cluster and model")
@@ -117,6 +120,34 @@ def _check_parser() -> argparse.ArgumentParser:
     sel.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
     sel.add_argument(
         "--no-cache", action="store_true", help="read and write no per-user cache files"
+    )
+    found = p.add_argument_group("files")
+    found.add_argument(
+        "--exclude",
+        type=_csv,
+        action="extend",
+        metavar="PATTERNS",
+        help="glob patterns folders and globs skip, replacing the default ones (.git, .venv, "
+        "node_modules, ...) and pyproject's exclude; comma-separated, repeatable",
+    )
+    found.add_argument(
+        "--extend-exclude",
+        type=_csv,
+        action="extend",
+        default=[],
+        metavar="PATTERNS",
+        help="more glob patterns to skip, besides the default or configured ones",
+    )
+    found.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="skip excluded files even when named on the command line (for pre-commit)",
+    )
+    found.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="the file name for the config read from - (stdin): its locations and its "
+        "per-file settings",
     )
     fx = p.add_argument_group("fixes")
     fx.add_argument("--fix", action="store_true", help="apply safe fixes in place")
@@ -288,6 +319,12 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             raise UsageError(f"unknown rule selector {selector!r}")
 
     ns.catalogue = catalogue
+    targets = _targets(files, ns, settings)
+    if ns.fix and not ns.diff and any(t.path == STDIN for t in targets):
+        raise UsageError(
+            "--fix writes files in place and cannot write to stdin: use --diff to see the "
+            "fixes for -, or lint the file itself"
+        )
     results: list[FileResult] = []
     changed = 0
     outcomes: list[tuple[str, Any]] = []
@@ -296,8 +333,16 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.workers import lint_one, workers_for
 
         workers_for(1)  # MOE_LINT_JOBS / MOE_LINT_FILE_TIMEOUT are checked on every path
-        for path in files:
-            result = lint_one(path, catalogue, settings, overrides, cli_cluster, _as_input_error)
+        for target in targets:
+            if target.error is not None or target.notice is not None:
+                results.append(FileResult(target.path, error=target.error, notice=target.notice))
+                continue
+            if target.path == STDIN:
+                result = _stdin_result(ns, catalogue, settings, overrides, cli_cluster)
+            else:
+                result = lint_one(
+                    target.path, catalogue, settings, overrides, cli_cluster, _as_input_error
+                )
             if result.doc is not None and result.error is None:
                 before = result.doc.text
                 result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
@@ -308,21 +353,33 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
         from moe_lint.workers import lint_many
 
-        results = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
+        paths = [t.path for t in targets if _lintable(t) and t.path != STDIN]
+        linted = iter(
+            lint_many(paths, catalogue, settings, overrides, cli_cluster, _as_input_error)
+        )
+        for target in targets:
+            if not _lintable(target):
+                results.append(FileResult(target.path, error=target.error, notice=target.notice))
+            elif target.path == STDIN:
+                results.append(slim(_stdin_result(ns, catalogue, settings, overrides, cli_cluster)))
+            else:
+                results.append(next(linted))
     if ns.diff:
-        # Like `ruff --diff`: the diff is the output; exit 1 when something would change.
-        for r in results:
-            if r.error is not None:
-                print(f"{r.path}: error: {r.error}", file=sys.stderr)
-        if any(r.error is not None for r in results):
-            return EXIT_USAGE
+        # Like `ruff --diff`: the diff is the output; exit 1 when something would change,
+        # 2 when a file could not be linted (the others' diffs are still shown).
+        failed = [r for r in results if r.error is not None]
+        for r in failed:
+            print(f"{r.path}: error: {r.error}", file=sys.stderr)
         _report_fixes(outcomes, ns, summary=False)
         if not ns.quiet:
+            could_not = f" ({_plural(len(failed), 'file')} could not be linted)" if failed else ""
             print(
                 f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
-                f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}.",
+                f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}{could_not}.",
                 file=sys.stderr,
             )
+        if failed:
+            return EXIT_USAGE
         return EXIT_FINDINGS if changed else EXIT_OK
     status = _report(results, settings.fail_on, fmt, ns)
     if ns.fix:
@@ -355,6 +412,56 @@ def _report_fixes(
         print(f"{done if fixed else 'No fixes applied'} ({left} left).", file=sys.stderr)
 
 
+def _lintable(target: Target) -> bool:
+    return target.error is None and target.notice is None
+
+
+def _targets(files: list[str], ns: argparse.Namespace, settings: Settings) -> list[Target]:
+    """The command line's files, folders, globs and ``-``, expanded (moe_lint.files): the
+    exclude patterns are ``--exclude`` (relative to the current folder), else pyproject's
+    ``exclude`` (relative to its folder), else the defaults; ``extend-exclude`` adds to them."""
+    base = settings.base_dir
+    exclude: list[tuple[str, Path | None]] | None = None
+    if ns.exclude is not None:
+        exclude = [(p, None) for p in ns.exclude]
+    elif settings.exclude is not None:
+        exclude = [(p, base) for p in settings.exclude]
+    extend = [(p, base) for p in settings.extend_exclude]
+    extend += [(p, None) for p in ns.extend_exclude]
+    targets = expand(files, excluder_for(exclude, extend), ns.force_exclude)
+    stdin = sum(1 for t in targets if t.path == STDIN and _lintable(t))
+    if stdin > 1:
+        raise UsageError("- (stdin) can be given only once")
+    if ns.stdin_filename is not None and not stdin:
+        raise UsageError("--stdin-filename names the config read from stdin: add - to the files")
+    return targets
+
+
+def _stdin_result(
+    ns: argparse.Namespace, catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any
+) -> FileResult:
+    """Lint the config on stdin as ``--stdin-filename`` (default ``-``), under the per-file
+    time limit (the read itself is not timed: a terminal waits for its user)."""
+    # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
+    from moe_lint.workers import Overtime, file_timeout, overtime_message, time_limit
+
+    name = ns.stdin_filename or STDIN
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return FileResult(name, error="stdin is closed or not readable as bytes")
+    limit = file_timeout()
+    try:
+        doc = read_stdin(stream, name)
+        with time_limit(limit):
+            result = lint_document(doc, catalogue, settings, overrides, cli_cluster)
+    except InputError as exc:
+        return FileResult(name, error=str(exc))
+    except Overtime:
+        return FileResult(name, error=overtime_message(limit))
+    converted: FileResult = _as_input_error(result)
+    return converted
+
+
 def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
     """Config files and Hydra-style overrides, in any order (an existing file wins over a name
     that looks like an override); the overrides apply to every file, in the order given."""
@@ -370,6 +477,8 @@ def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
                 raise UsageError(f"{where}{exc}") from None
         else:
             files.append(arg)
+    if not files and getattr(ns, "stdin_filename", None) is not None:
+        files.append(STDIN)  # like ruff: --stdin-filename alone reads stdin
     if not files:
         raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
     return files, overrides
@@ -397,9 +506,21 @@ def _cmd_estimate(argv: list[str]) -> int:
     payload: list[dict[str, Any]] = []
     rows: list[list[Any]] = []
     status = EXIT_OK
-    for path in files:
+    for target in _targets(files, ns, settings):
+        path = (ns.stdin_filename or STDIN) if target.path == STDIN else target.path
+        if target.error is not None:
+            print(f"{path}: error: {target.error}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        if target.notice is not None:
+            if not ns.quiet:
+                print(f"{path}: skipped: {target.notice}", file=sys.stderr)
+            continue
         try:
-            doc = load_file(path)
+            stream = getattr(sys.stdin, "buffer", None) if target.path == STDIN else None
+            if target.path == STDIN and stream is None:
+                raise InputError("stdin is closed or not readable as bytes")
+            doc = read_stdin(stream, path) if stream is not None else load_file(path)
             cfg, facts, file_settings = prepare(doc, settings, overrides, cli_cluster)
             mem, warn, margin = memory_settings(file_settings.memory, "memory settings")
             est = run_estimate(cfg, facts, mem)
@@ -408,6 +529,10 @@ def _cmd_estimate(argv: list[str]) -> int:
             status = EXIT_USAGE
             continue
         except NotBridgeConfig as exc:
+            if not target.explicit:  # found in a folder or by a glob: skipped, as check does
+                if not ns.quiet:
+                    print(f"{path}: skipped: {exc}", file=sys.stderr)
+                continue
             print(f"{path}: error: {exc}", file=sys.stderr)
             status = EXIT_USAGE
             continue
@@ -703,11 +828,11 @@ def _write_format(
         for r in results:
             if r.notice and not ns.quiet:
                 rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
-        if not ns.quiet and not problems:
+        if not ns.quiet:
             fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
             unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
-            linted = sum(1 for r in results if r.notice is None)
-            rows.append(report.summary(findings, linted, fixable, unsafe))
+            linted = sum(1 for r in results if r.notice is None and r.error is None)
+            rows.append(report.summary(findings, linted, fixable, unsafe, len(problems)))
         if rows:
             if _use_color(out, ns.color):
                 report.render_rich(rows, out)

@@ -77,6 +77,10 @@ class Settings:
     extra_fields: tuple[str, ...] = ()
     #: Read the config classes from an importable Megatron Bridge, not the shipped class table.
     introspect_bridge: bool = False
+    #: File patterns a folder walk or glob skips (``exclude``; None: files.DEFAULT_EXCLUDE)
+    #: and more of them (``extend-exclude``), relative to ``base_dir``.
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
     #: Where pyproject.toml was found (globs and pack paths are relative to it).
     base_dir: Path | None = None
 
@@ -195,6 +199,7 @@ _PYPROJECT_KEYS = {
     "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
     "per-file-ignores", "per-file", "fail-on", "rules", "format", "megatron-core",
     "transformer-engine", "bridge", "memory", "extra-fields", "introspect-bridge",
+    "exclude", "extend-exclude",
 }  # fmt: skip
 
 
@@ -241,6 +246,9 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     settings.extend_select = str_list("extend-select")
     settings.ignore = str_list("ignore")
     settings.rules = [str((path.parent / p).resolve()) for p in str_list("rules")]
+    if "exclude" in table:
+        settings.exclude = str_list("exclude")
+    settings.extend_exclude = str_list("extend-exclude")
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise UsageError(f"{where}: per-file-ignores must be a table of glob = [codes]")

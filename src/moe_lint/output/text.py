@@ -126,9 +126,22 @@ def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segmen
     return rows
 
 
-def summary(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> list[Segment]:
+def summary(
+    findings: Sequence[Finding], files: int, fixable: int, unsafe: int, failed: int = 0
+) -> list[Segment]:
+    """The last line of a text report; ``failed`` files could not be linted (their errors
+    are on stderr)."""
+    if failed:
+        found = _found(findings, files, fixable, unsafe) if findings else (
+            f"No findings in {files} file{'s' if files != 1 else ''}")  # fmt: skip
+        could_not = f"{failed} file{'s' if failed != 1 else ''} could not be linted"
+        return [(f"{found}; {could_not}.", None)]
     if not findings:
         return [(f"All checks passed ({files} file{'s' if files != 1 else ''}).", "ok")]
+    return [(_found(findings, files, fixable, unsafe) + ".", None)]
+
+
+def _found(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> str:
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
     text = f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}"
@@ -139,7 +152,7 @@ def summary(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) 
         extra.append(f"{unsafe} more with --unsafe-fixes")
     if extra:
         text += f" ({'; '.join(extra)})"
-    return [(text + ".", None)]
+    return text
 
 
 def _safe(row: list[Segment]) -> list[Segment]:
