@@ -192,13 +192,14 @@ def test_huge_file(tmp_path: Path) -> None:
 
 
 def test_directory(tmp_path: Path) -> None:
-    check_refused(
-        tmp_path,
-        "dir",
-        "",
-        "is a directory",
-        setup=lambda d: (d / "configs.yaml").mkdir() or d / "configs.yaml",
-    )
+    """A folder is walked (issue 13), so a hostile file in it gets its own one line."""
+
+    def make(d: Path) -> Path:
+        (d / "configs.yaml").mkdir()
+        (d / "configs.yaml" / "bad.yaml").write_text("model: !!python/name:os.system\n")
+        return d / "configs.yaml"
+
+    check_refused(tmp_path, "dir", "", "bad.yaml: error: line 1", setup=make)
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -273,10 +273,8 @@ def expand(args: Sequence[str], excluder: Excluder, force_exclude: bool = False)
     seen: set[str] = set()
 
     def add(target: Target) -> None:
-        key = target.path if target.error or target.path == STDIN else os.path.normpath(
-            target.path
-        )  # fmt: skip
-        if target.error is None and target.notice is None:
+        key = os.path.normpath(target.path)
+        if target.error is None and target.notice is None and target.path != STDIN:
             if key in seen:
                 return
             seen.add(key)
