@@ -47,8 +47,9 @@ def _tree(root: Path) -> None:
     _write(root, "configs/old/i.yaml")
 
 
-def _files(args: list[str], exclude: list[str] | None = None, extend: list[str] = (),
-           force: bool = False) -> list[str]:  # fmt: skip
+def _files(
+    args: list[str], exclude: list[str] | None = None, extend: list[str] = (), force: bool = False
+) -> list[str]:
     ex = None if exclude is None else [(p, None) for p in exclude]
     targets = expand(args, excluder_for(ex, [(p, None) for p in extend]), force)
     return [t.path for t in targets if t.error is None and t.notice is None]
@@ -86,11 +87,16 @@ def test_exclude_replaces_defaults_extend_adds_explicit_file_wins(
     assert "configs/old/i.yaml" not in replaced and "configs/.venv/h.yaml" not in replaced
     # Anchored patterns (with a slash) are relative to their base; ** spans folders.
     assert _files(["configs"], extend=["configs/sub/*.yaml"]) == [
-        "configs/a.yml", "configs/b.yaml", "configs/launch.sh", "configs/old/i.yaml",
-    ]  # fmt: skip
+        "configs/a.yml",
+        "configs/b.yaml",
+        "configs/launch.sh",
+        "configs/old/i.yaml",
+    ]
     assert _files(["configs"], extend=["**/*.yml", "*.sh"]) == [
-        "configs/b.yaml", "configs/old/i.yaml", "configs/sub/c.yaml",
-    ]  # fmt: skip
+        "configs/b.yaml",
+        "configs/old/i.yaml",
+        "configs/sub/c.yaml",
+    ]
     # A file named on the command line is linted even when excluded, unless --force-exclude.
     assert _files(["configs/old/i.yaml"], extend=["old"]) == ["configs/old/i.yaml"]
     assert _files(["configs/old/i.yaml"], extend=["old"], force=True) == []
@@ -98,8 +104,9 @@ def test_exclude_replaces_defaults_extend_adds_explicit_file_wins(
     assert _files(["configs/b.yaml"], extend=["old"], force=True) == ["configs/b.yaml"]
 
 
-def test_pyproject_exclude_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_pyproject_exclude_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _tree(tmp_path)
     _write(tmp_path, "configs/sub/bad.yaml", MALFORMED)
     monkeypatch.chdir(tmp_path)
@@ -115,12 +122,29 @@ def test_pyproject_exclude_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     pyproject.write_text('[tool.moe-lint]\nexclude = ["sub", "old"]\n')
     code, out, err = run(capsys, "configs", "--format", "json")
     files = {f["file"] for f in json.loads(out)}
-    assert code == 0 and "configs/node_modules/f.yaml" in files and "configs/old/i.yaml" not in files
+    assert code == 0 and "configs/node_modules/f.yaml" in files
+    assert "configs/old/i.yaml" not in files
     # --exclude on the command line replaces pyproject's exclude; --extend-exclude adds.
-    code, out, err = run(capsys, "configs", "--format", "json", "--exclude", "sub,old",
-                         "--extend-exclude", "node_modules", "--extend-exclude=__pycache__")  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "configs",
+        "--format",
+        "json",
+        "--exclude",
+        "sub,old",
+        "--extend-exclude",
+        "node_modules",
+        "--extend-exclude=__pycache__",
+    )
     files = {f["file"] for f in json.loads(out)}
     assert files == {"configs/a.yml", "configs/b.yaml"}
+    # The pre-commit hook's form: files named one by one, --force-exclude (.pre-commit-hooks.yaml).
+    pyproject.write_text('[tool.moe-lint]\nextend-exclude = ["configs/sub/"]\n')
+    named = ["configs/sub/bad.yaml", "configs/b.yaml", "--format", "json"]
+    code, out, err = run(capsys, *named)
+    assert code == 2 and "configs/sub/bad.yaml: error" in err
+    code, out, err = run(capsys, *named, "--force-exclude")
+    assert code == 0 and {f["file"] for f in json.loads(out)} == {"configs/b.yaml"}
     pyproject.write_text('[tool.moe-lint]\nexclude = "sub"\n')
     code, _, err = run(capsys, "configs")
     assert code == 2 and "exclude must be a list of strings" in err
@@ -130,8 +154,10 @@ def test_globs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _tree(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert _files(["configs/**/*.yaml"]) == [
-        "configs/b.yaml", "configs/old/i.yaml", "configs/sub/c.yaml",
-    ]  # fmt: skip
+        "configs/b.yaml",
+        "configs/old/i.yaml",
+        "configs/sub/c.yaml",
+    ]
     assert _files(["configs/?.y*"]) == ["configs/a.yml", "configs/b.yaml"]
     assert _files(["configs/[ab].*"]) == ["configs/a.yml", "configs/b.yaml"]
     assert _files(["configs/[!a]*.yaml"]) == ["configs/b.yaml"]
@@ -145,8 +171,9 @@ def test_globs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A file that exists is never a glob, and each file is linted once.
     weird = _write(tmp_path, "configs/[x].yaml")
     assert _files(["configs/[x].yaml", "configs/b.yaml", "configs/*.yaml"]) == [
-        "configs/[x].yaml", "configs/b.yaml",
-    ]  # fmt: skip
+        "configs/[x].yaml",
+        "configs/b.yaml",
+    ]
     weird.unlink()
 
 
@@ -196,7 +223,8 @@ def test_worst_exit_code_and_summary_with_good_bad_missing(
     assert "broken.yaml:9:3: error PAR001" in out and "good.yaml:13:3: warning PAR004" in out
     last = out.rstrip().splitlines()[-1]
     assert last.startswith("Found ") and " errors, " in last
-    assert last.endswith("--unsafe-fixes); 2 files could not be linted.") and " in 2 files (" in last
+    assert last.endswith("--unsafe-fixes); 2 files could not be linted.")
+    assert " in 2 files (" in last
     code, out, err = run(capsys, "missing.yaml", "good.yaml")
     assert code == 2 and out.rstrip().endswith("in 1 file; 1 file could not be linted.")
     code, out, _ = run(capsys, "missing.yaml", "good.yaml", "--exit-zero", "-q")
@@ -218,8 +246,15 @@ def test_parallel_workers_give_the_same_result(tmp_path: Path) -> None:
     def lint(jobs: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "MOE_LINT_STRICT"}
         env["MOE_LINT_JOBS"] = jobs
-        return subprocess.run([sys.executable, "-m", "moe_lint", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "moe_lint", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
 
     one, two = lint("1"), lint("2")
     assert one.returncode == two.returncode == 2
@@ -227,8 +262,9 @@ def test_parallel_workers_give_the_same_result(tmp_path: Path) -> None:
     records = json.loads(one.stdout)
     assert len({r["file"] for r in records if r["code"] != "E000"}) == 50
     assert sorted(r["file"] for r in records if r["code"] == "E000") == [
-        "many/d3/zz.yaml", "missing.yaml",
-    ]  # fmt: skip
+        "many/d3/zz.yaml",
+        "missing.yaml",
+    ]
 
 
 def _stdin(monkeypatch: pytest.MonkeyPatch, text: str | bytes) -> None:
@@ -261,8 +297,10 @@ def test_stdin_with_filename_gives_locations_and_per_file_settings(
     _write(tmp_path, "broken.yaml", BROKEN)
     _stdin(monkeypatch, GOOD)
     code, out, _ = run(capsys, "broken.yaml", "-", "--format", "sarif")
-    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            for r in json.loads(out)["runs"][0]["results"]}  # fmt: skip
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(out)["runs"][0]["results"]
+    }
     assert code == 1 and uris == {"broken.yaml", "-"}
 
 
@@ -326,4 +364,3 @@ def test_estimate_takes_folders_globs_and_stdin(
     _stdin(monkeypatch, GOOD)
     code, out, err = run(capsys, "estimate", "-", "--stdin-filename", "x.yaml", "--format", "json")
     assert code == 0 and [e["file"] for e in json.loads(out)] == ["x.yaml"]
-
