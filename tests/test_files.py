@@ -69,6 +69,9 @@ def test_folder_walk_is_sorted_and_skips_hidden_and_vcs(
     ]
     # A trailing slash and "." give the same files, as paths without "./".
     assert _files(["configs/"]) == _files(["configs"])
+    # A hidden folder named on the command line is walked (only those below it are skipped).
+    assert _files(["configs/.cache"]) == ["configs/.cache/d.yaml"]
+    assert _files(["configs/.cache/*.yaml"]) == ["configs/.cache/d.yaml"]
     monkeypatch.chdir(tmp_path / "configs")
     assert _files(["."]) == ["a.yml", "b.yaml", "launch.sh", "old/i.yaml", "sub/c.yaml"]
 
@@ -164,6 +167,8 @@ def test_globs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A matched folder is walked; a matched file is taken whatever its suffix.
     assert _files(["configs/s*"]) == ["configs/sub/c.yaml"]
     assert _files(["configs/*.md"]) == ["configs/notes.md"]
+    # A trailing ** is "everything below": what a folder walk takes.
+    assert _files(["configs/**"]) == _files(["configs"])
     # ** from the current folder; excludes apply to globs (node_modules, hidden folders).
     assert _files(["**/c.yaml"]) == ["configs/sub/c.yaml"]
     assert _files(["**/f.yaml"]) == []
@@ -364,3 +369,17 @@ def test_estimate_takes_folders_globs_and_stdin(
     _stdin(monkeypatch, GOOD)
     code, out, err = run(capsys, "estimate", "-", "--stdin-filename", "x.yaml", "--format", "json")
     assert code == 0 and [e["file"] for e in json.loads(out)] == ["x.yaml"]
+
+
+def test_fix_over_a_folder_writes_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = _write(tmp_path, "runs/a/broken.yaml", BROKEN)
+    second = _write(tmp_path, "runs/b/broken.yaml", BROKEN)
+    _write(tmp_path, "runs/b/bad.yaml", MALFORMED)
+    code, _, err = run(capsys, "runs", "--fix")
+    assert code == 2 and "runs/b/bad.yaml: error: line 3" in err
+    assert "Fixed " in err and " in 2 files (" in err
+    for path in (first, second):
+        assert "[mla_up_proj, layernorm, moe, mlp]" in path.read_text(encoding="utf-8")

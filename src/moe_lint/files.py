@@ -10,8 +10,9 @@ and stdin. :func:`expand` turns the arguments into the list of files to lint, in
   and folders (a leading ``.``), symlinked folders and what the exclude patterns match
   (:data:`DEFAULT_EXCLUDE` unless ``exclude`` replaces it; ``extend-exclude`` adds);
 - an argument that is no path but holds ``*``, ``?`` or ``[...]`` is a **glob** (``**``
-  spans folders): each match is taken as if named, except that the exclude patterns apply;
-  a glob that matches nothing is that argument's one error;
+  spans folders): each match is taken as if named (a folder is walked), except that the
+  exclude patterns apply and a trailing ``**`` takes only what a walk takes; a glob that
+  matches nothing is that argument's one error;
 - ``-`` is **stdin** (:data:`STDIN`), read by :func:`read_stdin` under ``bounds.MAX_BYTES``.
 
 Exclude patterns are gitignore-like: a pattern without ``/`` matches a file or folder name
@@ -233,6 +234,8 @@ def _glob(pattern: str, excluder: Excluder) -> list[str]:
     rest = "/".join(parts[fixed:])
     regex = compile_glob(rest)
     depth = None if "**" in rest else len([p for p in rest.split("/") if p])
+    # A trailing ``**`` ("everything below") takes what a folder walk takes, not every file.
+    suffixed = rest.split("/")[-1] == "**"
     if not os.path.isdir(root):
         return []
     found: list[str] = []
@@ -256,7 +259,7 @@ def _glob(pattern: str, excluder: Excluder) -> list[str]:
                 if regex.fullmatch(sub):
                     if is_dir:
                         found.extend(p for p in walk(path, excluder) if isinstance(p, str))
-                    elif entry.is_file():
+                    elif entry.is_file() and (not suffixed or entry.name.endswith(SUFFIXES)):
                         found.append(path)
                     continue
                 if is_dir and (depth is None or sub.count("/") + 1 < depth):
