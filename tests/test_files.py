@@ -232,6 +232,9 @@ def test_worst_exit_code_and_summary_with_good_bad_missing(
     assert " in 2 files (" in last
     code, out, err = run(capsys, "missing.yaml", "good.yaml")
     assert code == 2 and out.rstrip().endswith("in 1 file; 1 file could not be linted.")
+    # When every file failed, each one's line on stderr is the whole report.
+    code, out, err = run(capsys, "missing.yaml", "malformed.yaml")
+    assert code == 2 and out == "" and len(err.splitlines()) == 2
     code, out, _ = run(capsys, "missing.yaml", "good.yaml", "--exit-zero", "-q")
     assert code == 2 and "could not be linted" not in out
     # --diff shows the other files' diffs and still exits 2.

@@ -371,7 +371,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         for r in failed:
             print(f"{r.path}: error: {r.error}", file=sys.stderr)
         _report_fixes(outcomes, ns, summary=False)
-        if not ns.quiet:
+        if not ns.quiet and (not results or len(failed) < len(results)):
             could_not = f" ({_plural(len(failed), 'file')} could not be linted)" if failed else ""
             print(
                 f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
@@ -828,7 +828,9 @@ def _write_format(
         for r in results:
             if r.notice and not ns.quiet:
                 rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
-        if not ns.quiet:
+        # With input errors the summary still comes, for the other files (not when every
+        # file failed: each already has its one line on stderr).
+        if not ns.quiet and (not results or len(problems) < len(results)):
             fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
             unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
             linted = sum(1 for r in results if r.notice is None and r.error is None)
