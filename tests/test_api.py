@@ -317,6 +317,8 @@ def test_wrong_call_shapes_are_type_errors() -> None:
         moe_lint.lint(BROKEN, overrides="model.x=1")
     with pytest.raises(TypeError):
         moe_lint.lint(BROKEN, gpus="8")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        moe_lint.lint(BROKEN, filename="other.yaml")
 
 
 def test_estimate_matches_the_cli_on_a_corpus_dump() -> None:

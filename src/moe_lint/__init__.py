@@ -6,8 +6,6 @@ The Python API (README "Python API"): ``moe_lint.lint(config, ...)`` -> ``list[F
 use (PEP 562), so ``import moe_lint`` and the CLI's start-up import nothing more.
 """
 
-from __future__ import annotations
-
 import sys
 import types
 from typing import TYPE_CHECKING, Any

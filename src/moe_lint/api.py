@@ -289,10 +289,12 @@ def _document(
         path = os.fspath(config)
         if not isinstance(path, str):
             raise TypeError("config path must be a str path, not bytes")
+        if filename is not None:
+            raise TypeError("filename= names a text or a mapping; a file is named by its path")
         try:
             return load_file(path), False
         except InputError as exc:
-            raise _located(exc.message, filename or path, False) from None
+            raise _located(exc.message, path, False) from None
     raise TypeError(
         f"config must be a path or a mapping, not {type(config).__name__} (YAML text: text=...)"
     )
