@@ -27,14 +27,12 @@ from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.files import STDIN, Target, excluder_for, expand, read_stdin
 from moe_lint.lint import FileResult, lint_document, lint_text, prepare, slim
+from moe_lint.lint import as_input_error as _as_input_error
 from moe_lint.output import escape
 from moe_lint.output import text as report
 from moe_lint.output.escape import line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-#: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
-#: key): like malformed YAML they are bad input, reported in one line with exit code 2.
-INPUT_ERROR_CODES = ("SCH002", "SCH003")
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 SUBCOMMANDS = ("check", "rules", "explain")
 
@@ -587,18 +585,6 @@ def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:
     if cluster:
         apply_cluster(Settings(), cluster, "command line")  # validate once, up front
     return cluster
-
-
-def _as_input_error(result: Any) -> Any:
-    """Turn wrong-type / duplicate-key findings into the file's one-line input error."""
-    bad = [f for f in result.findings if f.code in INPUT_ERROR_CODES]
-    if not bad:
-        return result
-    first = bad[0]
-    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-    result.error = f"line {first.line}, column {first.column}: {first.message} [{first.code}]{more}"
-    result.findings = []
-    return result
 
 
 def _fix_file(

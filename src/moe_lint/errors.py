@@ -1,20 +1,46 @@
-"""Exceptions that carry an exit code; only the CLI turns them into output."""
+"""Exceptions that carry an exit code; only the CLI turns them into output.
+
+:class:`Error` is the base of those moe-lint raises on purpose; the Python API (README
+"Python API") exports it with :class:`InputError`, :class:`NotAConfigError`,
+:class:`UsageError` and :class:`RulePackError` as ``moe_lint.Error`` and so on.
+"""
 
 from __future__ import annotations
 
 
-class InputError(Exception):
+class Error(Exception):
+    """Base of every exception moe-lint raises on purpose (``moe_lint.Error``)."""
+
+
+class InputError(Error):
     """Bad input (unreadable, malformed or hostile file, bad override): exit code 2.
 
-    The message is one line and names the problem; the CLI prefixes the file name.
+    The message is one line and names the problem; the CLI prefixes the file name. The Python
+    API raises it with ``file`` set: then ``str(exc)`` is ``FILE: MESSAGE`` and ``message``
+    the part the CLI prints after ``FILE: error: ``.
     """
 
+    def __init__(self, message: str, file: str | None = None) -> None:
+        super().__init__(f"{file}: {message}" if file is not None else message)
+        #: The one-line message, without the file name.
+        self.message = message
+        #: The file (``<string>``, ``<mapping>`` or the given name) when the API raised it.
+        self.file = file
 
-class UsageError(Exception):
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str | None]]:
+        return (type(self), (self.message, self.file))
+
+
+class NotAConfigError(InputError):
+    """The input is not a Megatron Bridge config (empty, a list, other YAML): the CLI skips
+    such files with a notice (``FILE: skipped: MESSAGE``); the API raises this instead."""
+
+
+class UsageError(Error):
     """Bad command line or settings: exit code 2."""
 
 
-class RulePackError(Exception):
+class RulePackError(Error):
     """A rule pack failed validation when it was loaded: exit code 2 for user packs."""
 
 

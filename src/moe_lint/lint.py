@@ -25,6 +25,10 @@ from moe_lint.engine.findings import Finding
 from moe_lint.engine.suppress import SUPPRESSION_CHECKS, Suppression, suppress
 from moe_lint.errors import InputError, UsageError
 
+#: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
+#: key): like malformed YAML they are bad input, reported in one line with exit code 2.
+INPUT_ERROR_CODES = ("SCH002", "SCH003")
+
 
 @dataclass
 class FileResult:
@@ -46,6 +50,18 @@ def slim(result: FileResult) -> FileResult:
     if doc is not None:
         result.doc = Document(path=doc.path, text=doc.text, data={}, spans=doc.spans.__class__(),
                               had_bom=doc.had_bom)  # fmt: skip
+    return result
+
+
+def as_input_error(result: FileResult) -> FileResult:
+    """Turn wrong-type / duplicate-key findings into the file's one-line input error."""
+    bad = [f for f in result.findings if f.code in INPUT_ERROR_CODES]
+    if not bad:
+        return result
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    result.error = f"line {first.line}, column {first.column}: {first.message} [{first.code}]{more}"
+    result.findings = []
     return result
 
 
@@ -170,4 +186,7 @@ def lint_text(
         return FileResult(path, error=str(exc))
 
 
-__all__ = ["FileResult", "Path", "Suppression", "lint_path", "lint_text", "slim"]
+__all__ = [
+    "INPUT_ERROR_CODES", "FileResult", "Path", "Suppression", "as_input_error", "lint_path",
+    "lint_text", "slim",
+]  # fmt: skip

@@ -224,7 +224,16 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     table = data.get("tool", {}).get("moe-lint")
     if table is None:
         return settings, None
-    where = f"{path} [tool.moe-lint]"
+    return settings_from_table(table, f"{path} [tool.moe-lint]", path.parent)
+
+
+def settings_from_table(
+    table: Any, where: str, base_dir: Path | None
+) -> tuple[Settings, str | None]:
+    """Settings and default output format from a ``[tool.moe-lint]`` table (pyproject.toml,
+    or the ``settings`` mapping of the Python API); ``base_dir`` anchors globs and pack paths
+    (None: the current directory)."""
+    settings = Settings()
     if not isinstance(table, dict):
         raise UsageError(f"{where}: must be a table")
     unknown = set(table) - _PYPROJECT_KEYS
@@ -233,7 +242,7 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     settings = apply_cluster(
         settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where
     )
-    settings.base_dir = path.parent
+    settings.base_dir = base_dir
 
     def str_list(key: str) -> list[str]:
         value = table.get(key, [])
@@ -245,7 +254,7 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
         settings.select = str_list("select")
     settings.extend_select = str_list("extend-select")
     settings.ignore = str_list("ignore")
-    settings.rules = [str((path.parent / p).resolve()) for p in str_list("rules")]
+    settings.rules = [str(((base_dir or Path()) / p).resolve()) for p in str_list("rules")]
     if "exclude" in table:
         settings.exclude = str_list("exclude")
     settings.extend_exclude = str_list("extend-exclude")
