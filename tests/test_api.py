@@ -289,7 +289,7 @@ def test_bad_input_raises_input_errors_with_the_clis_line(
     bad = tmp_path / "bad.yaml"
     bad.write_text("model:\n  num_layers: [1\n")
     missing = tmp_path / "missing.yaml"
-    for path in (bad, missing, tmp_path):
+    for path in (bad, missing):
         with pytest.raises(moe_lint.InputError) as info:
             moe_lint.lint(path)
         assert info.value.file == str(path)
@@ -297,6 +297,9 @@ def test_bad_input_raises_input_errors_with_the_clis_line(
         assert capsys.readouterr().err == f"{path}: error: {info.value.message}\n"
         assert str(info.value) == f"{path}: {info.value.message}"
     assert isinstance(info.value, moe_lint.Error)
+    # The API lints one config; the CLI walks a folder (tests/test_files.py).
+    with pytest.raises(moe_lint.InputError, match="is a directory"):
+        moe_lint.lint(tmp_path)
 
 
 def test_not_a_config_is_raised_where_the_cli_skips() -> None:
