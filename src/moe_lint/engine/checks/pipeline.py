@@ -212,7 +212,7 @@ _MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_ex
 def recipe_split(cfg: Config) -> RecipeSplit | None:
     """The recipe split data of the file's model: its --model preset, else a dims match."""
     catalogue = model_presets()
-    name = cfg.preset
+    name = cfg.preset if cfg.preset in catalogue else None  # an HF config.json: match its dims
     if name is None:
         dims = {}
         for field_name in _MATCH_FIELDS:
