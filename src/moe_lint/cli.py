@@ -22,7 +22,15 @@ from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import format_path, load_file
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.overrides import looks_like_override, parse_override
-from moe_lint.config.settings import Settings, apply_cluster, find_pyproject, load_pyproject
+from moe_lint.config.settings import (
+    Settings,
+    apply_cluster,
+    find_pyproject,
+    load_pyproject,
+    model_presets,
+    normalize_model,
+    preset_fields,
+)
 from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
@@ -765,6 +773,7 @@ def _cmd_rules(argv: list[str]) -> int:
 def model_json(key: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One preset for ``moe-lint models``: names, architecture, computed parameter counts
     (analysis/params.py, embedding and output included, MTP excluded) and its sources."""
+    # Lazy: the parameter counter loads only for `moe-lint models`.
     from moe_lint.analysis.params import Arch, count_params
 
     counts = count_params(Arch.from_preset(key))
@@ -789,8 +798,6 @@ def _billions(count: int) -> str:
 def _cmd_models(argv: list[str]) -> int:
     """``moe-lint models``: the bundled presets; ``moe-lint models PATH``: what an HF
     config.json (or a model directory) maps to."""
-    from moe_lint.config.settings import model_presets, normalize_model, preset_fields
-
     p = _Parser(prog="moe-lint models")
     p.add_argument("target", nargs="?", help="an HF config.json or model directory to map")
     p.add_argument("--format", choices=("text", "json"), default="text")

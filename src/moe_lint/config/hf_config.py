@@ -6,7 +6,8 @@ The result uses the field names of the bundled presets (``data/models.yaml``, wh
 Each architecture follows its bridge (Megatron Bridge 0.6.2 wheel, the same code at the mirror's
 ``main``), cited below as ``path::function``; paths are under ``megatron/bridge/models/``:
 
-- the common part is ``conversion/model_bridge.py::MegatronModelBridge.hf_config_to_provider_kwargs``
+- the common part is
+  ``conversion/model_bridge.py::MegatronModelBridge.hf_config_to_provider_kwargs``
   (``CONFIG_MAPPING``: HF name -> Megatron name, first match wins; rope_theta; yarn
   rope_scaling; ``make_vocab_size_divisible_by``, the largest power of two <= 128 dividing the
   vocab) and ``conversion/model_bridge.py::MegatronModelBridge.provider_bridge``
@@ -23,7 +24,6 @@ Nothing here imports transformers or Bridge: the file is read as JSON.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -268,7 +268,8 @@ def _repeat_pattern(pattern: list[int]) -> str:
 def _map_gpt_oss(hf: _Hf) -> dict[str, Any]:
     """gpt_oss/gpt_oss_bridge.py::GPTOSSBridge.provider_bridge: RMSNorm, gated (clamped
     quick-GELU) experts with biases, yarn RoPE, learnable softmax, sliding window
-    ``(sliding_window - 1, 0)`` on every other layer, ``moe_ffn_hidden_size = intermediate_size``."""
+    ``(sliding_window - 1, 0)`` on every other layer, ``moe_ffn_hidden_size =
+    intermediate_size``."""
     out = _common(hf)
     window = hf.need_int("sliding_window")
     types = hf.get("layer_types")
@@ -442,14 +443,16 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
     mtp = int(hf.get("num_nextn_predict_layers", 0) or 0)
     out["mtp_num_layers"] = mtp
     if mtp:
-        mtp_pattern = _block_pattern(hf, "mtp_hybrid_override_pattern", "mtp_layers_block_type", False)
+        mtp_pattern = _block_pattern(
+            hf, "mtp_hybrid_override_pattern", "mtp_layers_block_type", required=False
+        )
         if not mtp_pattern:
             raise UsageError(
                 f"{hf.where}: num_nextn_predict_layers > 0 needs mtp_hybrid_override_pattern"
             )
         out["mtp_hybrid_override_pattern"] = mtp_pattern
         out["mtp_use_repeated_layer"] = bool(hf.get("mtp_use_repeated_layer", True))
-    if counts["moe"] and counts["moe"] + counts["mlp"] + counts["mamba"] + counts["attention"]:
+    if pattern:
         out["attention_layer_indices"] = [i for i, c in enumerate(pattern) if c == "*"]
         out["mamba_layer_indices"] = [i for i, c in enumerate(pattern) if c == "M"]
         out["moe_layer_indices"] = [i for i, c in enumerate(pattern) if c == "E"]
@@ -507,7 +510,7 @@ def model_entry(data: Mapping[str, Any], where: str) -> dict[str, Any]:
     archs = data.get("architectures")
     if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
         raise UsageError(
-            f"{where}: not an HF model config.json (no \"architectures\" list); "
+            f'{where}: not an HF model config.json (no "architectures" list); '
             f"supported architectures: {supported()}"
         )
     arch = archs[0]
@@ -554,8 +557,6 @@ def _check_dims(fields: Mapping[str, Any], where: str, arch: str) -> None:
     experts = fields.get("num_moe_experts")
     if experts is not None and (not isinstance(experts, int) or isinstance(experts, bool)):
         raise UsageError(f"{where}: expert count must be an integer, got {bounded_repr(experts)}")
-    if not math.isfinite(float(fields["hidden_size"])):  # pragma: no cover - ints are finite
-        raise UsageError(f"{where}: hidden_size is not finite")
 
 
 def find_config(path: Path) -> Path | None:
@@ -567,9 +568,23 @@ def find_config(path: Path) -> Path | None:
     return None
 
 
-@cache
+def _stamp(path: str) -> tuple[int, int]:
+    """(mtime_ns, size): the caches below re-read a config.json that changed on disk (a
+    long-lived process linting again after an edit)."""
+    try:
+        info = Path(path).stat()
+    except OSError:
+        return (0, -1)
+    return (info.st_mtime_ns, info.st_size)
+
+
 def load(path: str) -> dict[str, Any]:
     """The models.yaml-style entry for the HF config.json at ``path`` (absolute), cached."""
+    return dict(_load(path, _stamp(path)))
+
+
+@cache
+def _load(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -581,10 +596,14 @@ def load(path: str) -> dict[str, Any]:
     return model_entry(data, path)
 
 
-@cache
 def looks_like_hf(path: str) -> bool:
     """True for a JSON object naming ``architectures`` or ``model_type`` (an HF model config);
     a beside-the-file config.json that is not one is left alone."""
+    return _looks_like_hf(path, _stamp(path))
+
+
+@cache
+def _looks_like_hf(path: str, stamp: tuple[int, int]) -> bool:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from moe_lint.bounds import MAX_GPUS, bounded_repr, number_too_long
+from moe_lint.config import hf_config
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import UsageError
@@ -332,9 +333,6 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
     path = Path(name.strip()).expanduser()
     if base is not None and not path.is_absolute():
         path = base / path
-    # Lazy: the HF mapping is only needed when a model is given as a path.
-    from moe_lint.config import hf_config
-
     found = hf_config.find_config(path)
     if found is not None:
         resolved = str(found.resolve())
@@ -358,8 +356,6 @@ def beside_config(path: str) -> str | None:
     candidate = folder / "config.json"
     if not candidate.is_file():
         return None
-    from moe_lint.config import hf_config
-
     resolved = str(candidate.resolve())
     if not hf_config.looks_like_hf(resolved):
         return None  # some other tool's config.json: not a model config, not ours to judge
@@ -372,8 +368,6 @@ def model_entry(model: str) -> dict[str, Any]:
     entry = model_presets().get(model)
     if entry is not None:
         return dict(entry)
-    from moe_lint.config import hf_config
-
     if hf_config.is_hf_key(model):
         return hf_config.load(model)
     return {}
