@@ -180,7 +180,7 @@ def test_path_dir_and_preset_give_the_same_findings(
     shutil.copy(DSV3, model_dir / "config.json")
     code_f, by_file, _ = _lint(capsys, str(cfg), *cluster, "--model", str(DSV3))
     code_d, by_dir, _ = _lint(capsys, str(cfg), *cluster, "--model", str(model_dir))
-    code_n, none, _ = _lint(capsys, str(cfg), *cluster)
+    _, none, _ = _lint(capsys, str(cfg), *cluster)
     assert preset and code_p == code_f == code_d
     assert _same_findings(preset, by_file) and _same_findings(preset, by_dir)
     assert not _same_findings(preset, none)  # the model matters: no model, other findings
