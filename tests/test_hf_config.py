@@ -301,3 +301,30 @@ def test_models_shows_what_a_config_json_maps_to(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "models", str(DSV3))
     assert code == 0 and "model.num_moe_experts = 256" in out
     assert run(capsys, "models", str(HF / "missing.json"))[0] == 2
+
+
+def test_llama4_text_config_and_causal_lm_form() -> None:
+    """Llama4ForConditionalGeneration reads its text_config; a Llama4ForCausalLM config carries
+    the same fields at the top level: one model."""
+    scout = json.loads((HF / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json").read_text())
+    flat = {**scout["text_config"], "architectures": ["Llama4ForCausalLM"]}
+    strip = {"display_name", "hf_architecture", "hf_model_type"}
+    nested, causal = hf_config.model_entry(scout, "x"), hf_config.model_entry(flat, "x")
+    assert {k: v for k, v in nested.items() if k not in strip} == {
+        k: v for k, v in causal.items() if k not in strip
+    }
+
+
+def test_a_preset_name_wins_over_a_folder_of_that_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model deepseek-ai/DeepSeek-V3` is the preset even beside a clone of that name (its
+    config.json is not read); `./deepseek-ai/DeepSeek-V3` is the path."""
+    clone = tmp_path / "deepseek-ai" / "DeepSeek-V3"
+    clone.mkdir(parents=True)
+    (clone / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "models", "deepseek-ai/DeepSeek-V3", "--format", "json")
+    assert code == 0 and json.loads(out)["model"] == "deepseek-v3"
+    code, _, err = run(capsys, "models", "./deepseek-ai/DeepSeek-V3")
+    assert code == 2 and "'LlamaForCausalLM' is not supported" in err

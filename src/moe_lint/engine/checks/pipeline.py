@@ -47,7 +47,10 @@ def _derived(ctx: Context, *names: str) -> str | None:
 def _layer_note(cfg: Config) -> str:
     num_layers = cfg.get("model.num_layers")
     origin = cfg.origin.get("model.num_layers", "file")
-    where = f"preset {cfg.preset}" if origin == "preset" and cfg.preset else origin
+    where = origin
+    if origin == "preset" and cfg.preset:
+        known = cfg.preset in model_presets()
+        where = f"preset {cfg.preset}" if known else f"HF config {cfg.preset}"
     return f"num_layers = {num_layers} ({where})"
 
 
