@@ -1,4 +1,5 @@
-"""Command line: ``moe-lint [check] FILES [overrides]``, ``moe-lint rules``, ``moe-lint explain``.
+"""Command line: ``moe-lint [check] FILES [overrides]``, ``moe-lint rules``, ``moe-lint explain``,
+``moe-lint models``.
 
 The only module that prints or decides the exit code: 0 nothing at or above ``--fail-on``,
 1 findings, 2 usage or input error (one clear line, no traceback), 3 internal error.
@@ -21,7 +22,15 @@ from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import format_path, load_file
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.overrides import looks_like_override, parse_override
-from moe_lint.config.settings import Settings, apply_cluster, find_pyproject, load_pyproject
+from moe_lint.config.settings import (
+    Settings,
+    apply_cluster,
+    find_pyproject,
+    load_pyproject,
+    model_presets,
+    normalize_model,
+    preset_fields,
+)
 from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
@@ -34,7 +43,7 @@ from moe_lint.output.escape import line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
-SUBCOMMANDS = ("check", "rules", "explain")
+SUBCOMMANDS = ("check", "rules", "explain", "models")
 
 
 def _csv(value: str) -> list[str]:
@@ -65,7 +74,11 @@ def _check_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--nodes", type=str, help="number of nodes (with --gpus-per-node)")
     cluster.add_argument("--gpus-per-node", type=str, help="GPUs per node")
     cluster.add_argument("--gpu", help="GPU type: h100, h200, b200, b300, gb200, gb300, a100")
-    cluster.add_argument("--model", help="architecture preset, e.g. deepseek-v3, qwen3-235b-a22b")
+    cluster.add_argument(
+        "--model",
+        help="architecture preset (deepseek-v3, qwen3-235b-a22b; see `moe-lint models`), or an "
+        "HF config.json / model directory",
+    )
     cluster.add_argument(
         "--memory",
         action="append",
@@ -193,6 +206,8 @@ def _main(args: list[str]) -> int:
             return _cmd_rules(args[1:])
         if args and args[0] == "explain":
             return _cmd_explain(args[1:])
+        if args and args[0] == "models":
+            return _cmd_models(args[1:])
         if args and args[0] == "estimate":
             return _cmd_estimate(args[1:])
         if args and args[0] == "check":
@@ -865,6 +880,64 @@ def _cmd_rules(argv: list[str]) -> int:
         )
         line = f"{r.code:<6}  {r.name:<{width}}  {r.severity:<7}  {fix:<4}  {r.summary}"
         print(escape.line(line))
+    return EXIT_OK
+
+
+def model_json(key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """One preset for ``moe-lint models``: names, architecture, computed parameter counts
+    (analysis/params.py, embedding and output included, MTP excluded) and its sources."""
+    # Lazy: the parameter counter loads only for `moe-lint models`.
+    from moe_lint.analysis.params import Arch, count_params
+
+    counts = count_params(Arch.from_preset(key))
+    return {
+        "name": key,
+        "display_name": entry.get("display_name"),
+        "hf_id": entry.get("hf_id"),
+        "hf_architecture": entry.get("hf_architecture"),
+        "bridge": entry.get("bridge"),
+        "aliases": list(entry.get("aliases") or []),
+        "total_params": counts.total,
+        "active_params": counts.active,
+        "published_params": dict(entry.get("published_params") or {}),
+        "sources": list(entry.get("sources") or []),
+    }
+
+
+def _billions(count: int) -> str:
+    return f"{count / 1e9:.1f}B"
+
+
+def _cmd_models(argv: list[str]) -> int:
+    """``moe-lint models``: the bundled presets; ``moe-lint models PATH``: what an HF
+    config.json (or a model directory) maps to."""
+    p = _Parser(prog="moe-lint models")
+    p.add_argument("target", nargs="?", help="an HF config.json or model directory to map")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    ns = p.parse_args(argv)
+    if ns.target:
+        key = normalize_model(ns.target, "models")
+        fields = preset_fields(key)
+        if ns.format == "json":
+            sys.stdout.write(escape.dumps({"model": key, "fields": fields}, indent=2) + "\n")
+        else:
+            print(escape.line(f"# {key}"))
+            for name, value in fields.items():
+                print(escape.line(f"model.{name} = {value!r}"))
+        return EXIT_OK
+    rows = [model_json(k, e) for k, e in model_presets().items()]
+    if ns.format == "json":
+        sys.stdout.write(escape.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        head = (
+            f"{r['name']:<{width}}  {r['display_name']}  {r['hf_id']}  {r['hf_architecture']}  "
+            f"{_billions(r['total_params'])} total / {_billions(r['active_params'])} active"
+        )
+        print(escape.line(head))
+        for source in r["sources"]:
+            print(escape.line(f"{'':<{width}}    {source}"))
     return EXIT_OK
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
@@ -14,6 +14,7 @@ from moe_lint.config.overrides import FieldOracle, Override
 from moe_lint.config.settings import (
     Settings,
     apply_cluster,
+    beside_config,
     glob_match,
     gpu_specs,
     parse_directives,
@@ -66,16 +67,21 @@ def as_input_error(result: FileResult) -> FileResult:
 
 
 def resolve_settings(path: str, doc_text: str, base: Settings, cli: dict[str, object]) -> Settings:
-    """pyproject (+ per-file globs) < in-file directive < CLI."""
+    """pyproject (+ per-file globs) < in-file directive < CLI; with no model from any of them,
+    an HF ``config.json`` beside the file gives the model (settings.beside_config)."""
     settings = base
     for glob, values in base.per_file.items():
         if glob_match(path, glob, base.base_dir):
-            settings = apply_cluster(settings, values, f"per-file {glob}")
+            settings = apply_cluster(settings, values, f"per-file {glob}", base.base_dir)
     directives = parse_directives(doc_text, path)
     if directives:
-        settings = apply_cluster(settings, directives, f"{path}: directive")
+        settings = apply_cluster(settings, directives, f"{path}: directive", Path(path).parent)
     if cli:
         settings = apply_cluster(settings, dict(cli), "command line")
+    if settings.model is None:
+        beside = beside_config(path)
+        if beside is not None:
+            settings = replace(settings, model=beside)
     return settings
 
 

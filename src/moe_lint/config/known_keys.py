@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.config import bridge_classes
-from moe_lint.config.settings import model_presets
+from moe_lint.config.settings import model_entry
 from moe_lint.config.suggest import closest, home_order
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ def _preset_classes(view: View, preset: str) -> list[str]:
     (older releases had per-family ones: DeepSeekV3ModelProvider, GPTOSSProvider with its
     yarn_* fields, ...). Empty when the preset names no bridge: no narrowing.
     """
-    entry = model_presets().get(preset) or {}
+    entry = model_entry(preset)  # a preset, or an HF config.json (its bridge, hf_config.py)
     text = str(entry.get("bridge") or "")
     if "->" not in text:
         return []

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from moe_lint.bounds import MAX_GPUS, bounded_repr, number_too_long
+from moe_lint.config import hf_config
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import UsageError
@@ -124,8 +125,11 @@ def normalize_gpu(name: str, where: str) -> str:
     return key
 
 
-def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Settings:
-    """Return settings with cluster/model keys from ``values`` applied."""
+def apply_cluster(
+    settings: Settings, values: dict[str, Any], where: str, base: Path | None = None
+) -> Settings:
+    """Return settings with cluster/model keys from ``values`` applied (a relative ``model``
+    path is read from ``base``, else the working directory)."""
     out = replace(settings)
     keys = {k.replace("_", "-") for k in values}
     # A layer that gives the world one way replaces a world given the other way below it.
@@ -144,7 +148,7 @@ def apply_cluster(settings: Settings, values: dict[str, Any], where: str) -> Set
         elif norm == "gpu":
             out.gpu = normalize_gpu(str(value), where)
         elif norm == "model":
-            out.model = normalize_model(str(value), where)
+            out.model = normalize_model(str(value), where, base)
         elif norm == "extra-fields":
             out.extra_fields = (*out.extra_fields, *extra_fields(value, f"{where}: {key}"))
         elif norm in _VERSION_KEYS:
@@ -240,7 +244,7 @@ def settings_from_table(
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
     settings = apply_cluster(
-        settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where
+        settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where, path.parent
     )
     settings.base_dir = base_dir
 
@@ -270,7 +274,7 @@ def settings_from_table(
             raise UsageError(
                 f"{where}: per-file.{_shown(glob)} may only set {sorted(_PER_FILE_KEYS)}"
             )
-        apply_cluster(Settings(), values, f"{where} per-file.{glob}")  # validate now
+        apply_cluster(Settings(), values, f"{where} per-file.{glob}", path.parent)  # validate
     settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
     if "extra-fields" in table:
         settings.extra_fields = tuple(extra_fields(table["extra-fields"], f"{where}: extra-fields"))
@@ -329,7 +333,9 @@ def _load_data_yaml(name: str) -> dict[str, Any]:
     return data
 
 
-def normalize_model(name: str, where: str) -> str:
+def normalize_model(name: str, where: str, base: Path | None = None) -> str:
+    """A preset key for a preset name / HF id / alias; else an HF ``config.json`` (or a model
+    directory holding one) read now and named by its absolute path (hf_config.load)."""
     key = name.strip().lower()
     models = model_presets()
     if key in models:
@@ -341,7 +347,47 @@ def normalize_model(name: str, where: str) -> str:
         }
         if key in names or key == str(entry.get("hf_id", "")).split("/")[-1].lower():
             return str(model_key)
+    path = Path(name.strip()).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
+    found = hf_config.find_config(path)
+    if found is not None:
+        resolved = str(found.resolve())
+        hf_config.load(resolved)  # validate now: a bad config.json is one usage error
+        return resolved
+    if path.is_dir():
+        raise UsageError(f"{where}: model directory {_shown(name)} has no config.json")
+    if name.strip().endswith(".json") or "/" in name or os.sep in name:
+        raise UsageError(
+            f"{where}: no model preset or HF config.json {_shown(name)} (see `moe-lint models`)"
+        )
     raise UsageError(f"{where}: unknown model preset {_shown(name)} (see `moe-lint models`)")
+
+
+def beside_config(path: str) -> str | None:
+    """The HF ``config.json`` next to a linted file (used when no model is set anywhere), as
+    normalize_model names it; None when there is none or the file is stdin/unnamed."""
+    folder = Path(path).parent
+    if not Path(path).is_file() or Path(path).name == "config.json":
+        return None
+    candidate = folder / "config.json"
+    if not candidate.is_file():
+        return None
+    resolved = str(candidate.resolve())
+    if not hf_config.looks_like_hf(resolved):
+        return None  # some other tool's config.json: not a model config, not ours to judge
+    hf_config.load(resolved)
+    return resolved
+
+
+def model_entry(model: str) -> dict[str, Any]:
+    """The models.yaml entry of a preset key, or the mapped entry of an HF config path."""
+    entry = model_presets().get(model)
+    if entry is not None:
+        return dict(entry)
+    if hf_config.is_hf_key(model):
+        return hf_config.load(model)
+    return {}
 
 
 def default_gpus_per_node(gpu: str | None) -> int:
@@ -361,5 +407,5 @@ _PRESET_SKIP = {
 
 def preset_fields(model: str) -> dict[str, Any]:
     """Model fields a preset supplies (values written in the config win over these)."""
-    entry = model_presets()[model]
+    entry = model_entry(model)
     return {k: v for k, v in entry.items() if k not in _PRESET_SKIP and v is not None}

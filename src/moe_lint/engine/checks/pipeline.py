@@ -47,7 +47,10 @@ def _derived(ctx: Context, *names: str) -> str | None:
 def _layer_note(cfg: Config) -> str:
     num_layers = cfg.get("model.num_layers")
     origin = cfg.origin.get("model.num_layers", "file")
-    where = f"preset {cfg.preset}" if origin == "preset" and cfg.preset else origin
+    where = origin
+    if origin == "preset" and cfg.preset:
+        known = cfg.preset in model_presets()
+        where = f"preset {cfg.preset}" if known else f"HF config {cfg.preset}"
     return f"num_layers = {num_layers} ({where})"
 
 
@@ -212,7 +215,7 @@ _MATCH_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_moe_ex
 def recipe_split(cfg: Config) -> RecipeSplit | None:
     """The recipe split data of the file's model: its --model preset, else a dims match."""
     catalogue = model_presets()
-    name = cfg.preset
+    name = cfg.preset if cfg.preset in catalogue else None  # an HF config.json: match its dims
     if name is None:
         dims = {}
         for field_name in _MATCH_FIELDS:

@@ -1,0 +1,616 @@
+"""Model fields from a Hugging Face ``config.json``, the way Megatron Bridge's model bridges
+import them (``AutoBridge.from_hf_pretrained(...).to_megatron_provider()``).
+
+The result uses the field names of the bundled presets (``data/models.yaml``, what
+``settings.preset_fields`` returns), so an HF config can stand wherever ``--model NAME`` does.
+Each architecture follows its bridge (Megatron Bridge 0.6.2 wheel, the same code at the mirror's
+``main``), cited below as ``path::function``; paths are under ``megatron/bridge/models/``:
+
+- the common part is
+  ``conversion/model_bridge.py::MegatronModelBridge.hf_config_to_provider_kwargs``
+  (``CONFIG_MAPPING``: HF name -> Megatron name, first match wins; rope_theta; yarn
+  rope_scaling; ``make_vocab_size_divisible_by``, the largest power of two <= 128 dividing the
+  vocab) and ``conversion/model_bridge.py::MegatronModelBridge.provider_bridge``
+  (``position_embedding_type`` "yarn" for a yarn GPT model, else "rope");
+- each family's ``provider_bridge`` then overrides fields (cited at each ``_map_*`` function).
+
+Where moe-lint's presets record the released checkpoint rather than the bridge's import-time
+training choice, the checkpoint wins and the function says so (GLM-5's MTP layer, which
+GLM5Bridge disables on import; the Nemotron-3 presets' MTP depth, a recipe value).
+
+Nothing here imports transformers or Bridge: the file is read as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from moe_lint.bounds import bounded_repr
+from moe_lint.errors import UsageError
+
+#: Megatron Bridge ``MegatronModelBridge.CONFIG_MAPPING`` (conversion/model_bridge.py), the
+#: rows that name model architecture fields (dropout, init and loss coefficients left out).
+CONFIG_MAPPING: tuple[tuple[str, str], ...] = (
+    ("num_hidden_layers", "num_layers"),
+    ("hidden_size", "hidden_size"),
+    ("intermediate_size", "ffn_hidden_size"),
+    ("num_attention_heads", "num_attention_heads"),
+    ("num_key_value_heads", "num_query_groups"),
+    ("head_dim", "kv_channels"),
+    ("vocab_size", "vocab_size"),
+    ("rms_norm_eps", "layernorm_epsilon"),
+    ("tie_word_embeddings", "share_embeddings_and_output_weights"),
+    ("attention_bias", "add_qkv_bias"),
+    ("mlp_bias", "add_bias_linear"),
+    ("use_qk_norm", "qk_layernorm"),
+    ("rope_theta", "rotary_base"),
+    ("partial_rotary_factor", "rotary_percent"),
+    ("num_experts", "num_moe_experts"),
+    ("num_local_experts", "num_moe_experts"),
+    ("num_experts_per_tok", "moe_router_topk"),
+    ("moe_intermediate_size", "moe_ffn_hidden_size"),
+    ("scoring_func", "moe_router_score_function"),
+    ("n_routed_experts", "num_moe_experts"),
+    ("n_group", "moe_router_num_groups"),
+    ("topk_group", "moe_router_group_topk"),
+    ("routed_scaling_factor", "moe_router_topk_scaling_factor"),
+    ("q_lora_rank", "q_lora_rank"),
+    ("kv_lora_rank", "kv_lora_rank"),
+    ("qk_nope_head_dim", "qk_head_dim"),
+    ("qk_rope_head_dim", "qk_pos_emb_head_dim"),
+    ("v_head_dim", "v_head_dim"),
+    ("num_nextn_predict_layers", "mtp_num_layers"),
+    ("mtp_num_hidden_layers", "mtp_num_layers"),
+)
+
+#: nemotronh/nemotron_h_bridge.py::NemotronHBridge.CONFIG_MAPPING adds these rows.
+NEMOTRON_H_MAPPING: tuple[tuple[str, str], ...] = (
+    ("mamba_head_dim", "mamba_head_dim"),
+    ("mamba_num_heads", "mamba_num_heads"),
+    ("chunk_size", "mamba_chunk_size"),
+    ("n_groups", "mamba_num_groups"),
+    ("ssm_state_size", "mamba_state_dim"),
+    ("hybrid_override_pattern", "hybrid_layer_pattern"),
+    ("use_bias", "add_bias_linear"),
+    ("layer_norm_epsilon", "layernorm_epsilon"),
+    ("moe_shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"),
+)
+
+#: Megatron-Core TransformerConfig / GPTModelProvider defaults the presets spell out.
+_MODEL_DEFAULTS: dict[str, Any] = {
+    "normalization": "LayerNorm",
+    "gated_linear_unit": False,
+    "add_bias_linear": True,
+    "add_qkv_bias": False,
+    "position_embedding_type": "rope",
+    "rotary_percent": 1.0,
+    "share_embeddings_and_output_weights": True,
+    "qk_layernorm": False,
+    "moe_router_score_function": "softmax",
+    "moe_router_enable_expert_bias": False,
+    "moe_router_pre_softmax": False,
+    "multi_latent_attention": False,
+    "mtp_num_layers": 0,
+}
+#: Defaults for a model with experts (Megatron-Core TransformerConfig.moe_layer_freq).
+_MOE_DEFAULTS: dict[str, Any] = {"moe_layer_freq": 1}
+
+
+class _Hf:
+    """An HF config (or its ``text_config``) with the lookups a bridge makes."""
+
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+        self.data = data
+        self.where = where
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.data.get(name)
+        return default if value is None else value
+
+    def need(self, name: str) -> Any:
+        value = self.data.get(name)
+        if value is None:
+            raise UsageError(f"{self.where}: {self.arch} config.json has no {name}")
+        return value
+
+    def need_int(self, name: str) -> int:
+        value = self.need(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{self.where}: {name} must be an integer, got {bounded_repr(value)}")
+        return value
+
+    @property
+    def arch(self) -> str:
+        archs = self.data.get("architectures") or []
+        return str(archs[0]) if archs else str(self.data.get("model_type", "HF"))
+
+
+def _divisible_by(vocab: int) -> int:
+    """conversion/model_bridge.py::MegatronModelBridge.make_vocab_size_divisible_by."""
+    base = 128
+    while vocab % base != 0:
+        base //= 2
+    return base
+
+
+def _dense_then_moe(first_dense: int, layers: int) -> int | str:
+    """Bridge's ``[0] * first_k_dense_replace + [1] * (layers - k)`` in the presets' pattern
+    syntax (``1`` when every layer is MoE)."""
+    if first_dense <= 0:
+        return 1
+    return f"([0]*{first_dense}+[1]*{layers - first_dense})"
+
+
+def _common(hf: _Hf, mapping: tuple[tuple[str, str], ...] = CONFIG_MAPPING) -> dict[str, Any]:
+    """conversion/model_bridge.py::MegatronModelBridge.hf_config_to_provider_kwargs and
+    ::MegatronModelBridge.provider_bridge (position_embedding_type)."""
+    out: dict[str, Any] = {}
+    for hf_name, name in mapping:
+        if hf.has(hf_name) and name not in out:
+            out[name] = hf.data[hf_name]
+    if "rotary_base" not in out or out["rotary_base"] is None:
+        theta = (hf.get("rope_parameters") or {}).get("rope_theta")
+        if theta is not None:
+            out["rotary_base"] = theta
+    rope = hf.get("rope_scaling") or {}
+    rope_type = rope.get("type") or rope.get("rope_type") if isinstance(rope, dict) else None
+    out["position_embedding_type"] = "yarn" if rope_type == "yarn" else "rope"
+    vocab = out.get("vocab_size")
+    if isinstance(vocab, int) and vocab > 0:
+        out["make_vocab_size_divisible_by"] = _divisible_by(vocab)
+    return out
+
+
+def _whole(value: Any) -> Any:
+    """``1000000.0`` -> ``1000000`` (the presets write rotary bases as integers)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 1:
+        return int(value)
+    return value
+
+
+def _map_deepseek(hf: _Hf, v3: bool) -> dict[str, Any]:
+    """deepseek/deepseek_v3_bridge.py::DeepSeekV3Bridge.provider_bridge,
+    deepseek/deepseek_v2_bridge.py::DeepSeekV2Bridge.provider_bridge and
+    kimi/kimi_bridge.py::KimiK2Bridge.provider_bridge (Kimi-K2 ships a DeepseekV3 config):
+    MLA, RMSNorm, SwiGLU, no bias, untied, q/kv latent norms, pre-softmax router; V3 sets the
+    sigmoid score function with expert bias, V2 keeps the mapped scoring_func (softmax)."""
+    out = _common(hf)
+    layers = hf.need_int("num_hidden_layers")
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=False, qk_layernorm=True,
+        multi_latent_attention=True, moe_router_pre_softmax=True,
+        position_embedding_type="rope",  # MLA providers: always rope (yarn goes to mscale/factor)
+        make_vocab_size_divisible_by=1280 if v3 else 3200,
+        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size")
+        * int(hf.get("n_shared_experts", 0)),
+    )  # fmt: skip
+    if v3:
+        out.update(moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True)
+    out.pop("kv_channels", None)  # not used by MLA (the presets leave it unset)
+    return out
+
+
+def _map_deepseek_v3(hf: _Hf) -> dict[str, Any]:
+    return _map_deepseek(hf, v3=True)
+
+
+def _map_deepseek_v2(hf: _Hf) -> dict[str, Any]:
+    out = _map_deepseek(hf, v3=False)
+    out["mtp_num_layers"] = int(out.get("mtp_num_layers") or 0)
+    return out
+
+
+def _map_qwen3_moe(hf: _Hf) -> dict[str, Any]:
+    """qwen/qwen3_moe_bridge.py::Qwen3MoEBridge.provider_bridge: RMSNorm, SwiGLU, no biases,
+    q/k layernorm, ``moe_router_pre_softmax = not norm_topk_prob``."""
+    out = _common(hf)
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        add_qkv_bias=False, qk_layernorm=True,
+        moe_router_pre_softmax=not bool(hf.get("norm_topk_prob", False)),
+    )  # fmt: skip
+    return out
+
+
+def _map_qwen3_next(hf: _Hf) -> dict[str, Any]:
+    """qwen/qwen3_next_bridge.py::Qwen3NextBridge.provider_bridge: Qwen3-MoE settings plus a
+    gated shared expert, zero-centred RMSNorm, gated attention and Gated DeltaNet layers with
+    ``linear_attention_freq = full_attention_interval`` (conversion/transformers_compat.py::
+    full_attention_interval_from_hf: the interval, or the per-layer ``layer_types``)."""
+    out = _common(hf)
+    layers = hf.need_int("num_hidden_layers")
+    interval: int | None = hf.get("full_attention_interval")
+    types = hf.get("layer_types")
+    if interval is None and isinstance(types, list) and types:
+        pattern = [0 if t == "full_attention" else 1 for t in types]
+    else:
+        step = int(interval or 4)
+        pattern = [0 if (i + 1) % step == 0 else 1 for i in range(layers)]
+        out["linear_attention_freq"] = step
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, position_embedding_type="rope",
+        add_bias_linear=False, add_qkv_bias=False, qk_layernorm=True,
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+        moe_router_pre_softmax=False, moe_shared_expert_gate=True,
+        moe_shared_expert_intermediate_size=hf.need_int("shared_expert_intermediate_size"),
+        layernorm_zero_centered_gamma=True, attention_output_gate=True,
+        experimental_attention_variant="gated_delta_net",
+        linear_attention_pattern=_repeat_pattern(pattern),
+        full_attention_layer_indices=[i for i, p in enumerate(pattern) if p == 0],
+        linear_conv_kernel_dim=hf.need_int("linear_conv_kernel_dim"),
+        linear_key_head_dim=hf.need_int("linear_key_head_dim"),
+        linear_value_head_dim=hf.need_int("linear_value_head_dim"),
+        linear_num_key_heads=hf.need_int("linear_num_key_heads"),
+        linear_num_value_heads=hf.need_int("linear_num_value_heads"),
+        moe_layer_freq=1,
+    )  # fmt: skip
+    return out
+
+
+def _repeat_pattern(pattern: list[int]) -> str:
+    """``[1,1,1,0]*12`` for a repeating per-layer list (the presets' pattern syntax)."""
+    for size in range(1, len(pattern) + 1):
+        if len(pattern) % size == 0 and pattern[:size] * (len(pattern) // size) == pattern:
+            unit = ",".join(str(p) for p in pattern[:size])
+            return f"([{unit}]*{len(pattern) // size})"
+    return str(pattern)  # pragma: no cover - size == len(pattern) always matches
+
+
+def _map_gpt_oss(hf: _Hf) -> dict[str, Any]:
+    """gpt_oss/gpt_oss_bridge.py::GPTOSSBridge.provider_bridge: RMSNorm, gated (clamped
+    quick-GELU) experts with biases, yarn RoPE, learnable softmax, sliding window
+    ``(sliding_window - 1, 0)`` on every other layer, ``moe_ffn_hidden_size =
+    intermediate_size``."""
+    out = _common(hf)
+    window = hf.need_int("sliding_window")
+    types = hf.get("layer_types")
+    if isinstance(types, list) and types and len(types) % 2 == 0:
+        unit = ["sliding" if "sliding" in str(t) else "full" for t in types[:2]]
+        out["layer_attention_types"] = f"(['{unit[0]}','{unit[1]}']*{len(types) // 2})"
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=True,
+        share_embeddings_and_output_weights=False, position_embedding_type="yarn",
+        moe_router_pre_softmax=False, moe_router_load_balancing_type="none",
+        softmax_type="learnable", sliding_window=window, window_size=[window - 1, 0],
+        window_attn_skip_freq=2, moe_ffn_hidden_size=hf.need_int("intermediate_size"),
+        moe_layer_freq=1,
+    )  # fmt: skip
+    return out
+
+
+def _map_glm45(hf: _Hf) -> dict[str, Any]:
+    """glm/glm45_bridge.py::GLM45Bridge.provider_bridge: RMSNorm, SwiGLU, no linear bias (qkv
+    bias from attention_bias), untied, sigmoid router with expert bias, one shared expert of
+    ``moe_intermediate_size``, dense-then-MoE layer pattern, MTP from num_nextn_predict_layers."""
+    out = _common(hf)
+    layers = hf.need_int("num_hidden_layers")
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=False, moe_router_pre_softmax=False,
+        moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True,
+        moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size"),
+        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        mtp_num_layers=hf.get("num_nextn_predict_layers", 0),
+    )  # fmt: skip
+    return out
+
+
+def _map_glm5(hf: _Hf) -> dict[str, Any]:
+    """glm_moe_dsa/glm5_bridge.py::GLM5Bridge.provider_bridge: MLA + DSA indexer, RMSNorm,
+    sigmoid pre-softmax router with expert bias, ``qk_pos_emb_head_dim = qk_head_dim -
+    qk_nope_head_dim``, rope_theta from rope_parameters, no YaRN scaling (MLA rope_type stays
+    Megatron's "yarn" with factor 1.0), and GLM5Bridge._should_map_hf_config_field (an injected
+    ``num_experts`` never shadows n_routed_experts). MTP: the checkpoint's
+    num_nextn_predict_layers (GLM5Bridge sets None on import; the Bridge recipes set 1)."""
+    data = dict(hf.data)
+    if "num_experts" in data and "n_routed_experts" in data:
+        data.pop("num_experts")
+    out = _common(_Hf(data, hf.where))
+    layers = hf.need_int("num_hidden_layers")
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=False, qk_layernorm=True,
+        multi_latent_attention=True, position_embedding_type="rope", rope_type="yarn",
+        moe_router_pre_softmax=True, moe_router_score_function="sigmoid",
+        moe_router_enable_expert_bias=True, make_vocab_size_divisible_by=1280,
+        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size")
+        * int(hf.get("n_shared_experts", 0)),
+        qk_pos_emb_head_dim=hf.need_int("qk_head_dim") - hf.need_int("qk_nope_head_dim"),
+        rotary_base=(hf.get("rope_parameters") or {}).get("rope_theta", out.get("rotary_base")),
+        experimental_attention_variant="dsa",
+        dsa_indexer_head_dim=hf.need_int("index_head_dim"),
+        dsa_indexer_n_heads=hf.need_int("index_n_heads"),
+        dsa_indexer_topk=hf.need_int("index_topk"),
+        dsa_indexer_topk_freq=hf.get("index_topk_freq", 1),
+        dsa_indexer_skip_topk_offset=hf.get("index_skip_topk_offset", 0),
+        dsa_indexer_loss_coeff=0.001,
+        mtp_num_layers=hf.get("num_nextn_predict_layers", 0),
+    )  # fmt: skip
+    return out
+
+
+def _map_olmoe(hf: _Hf) -> dict[str, Any]:
+    """olmoe/olmoe_bridge.py::OlMoEBridge.provider_bridge: kv_channels = head_dim or
+    hidden/heads, RMSNorm, SwiGLU, no bias, untied, q/k layernorm, experts of
+    intermediate_size, softmax pre-softmax router (any other scoring_func is refused)."""
+    out = _common(hf)
+    scoring = hf.get("scoring_func", "softmax")
+    if scoring != "softmax":
+        raise UsageError(f"{hf.where}: OlMoE only supports scoring_func='softmax', got {scoring!r}")
+    out.update(
+        kv_channels=hf.get("head_dim")
+        or hf.need_int("hidden_size") // hf.need_int("num_attention_heads"),
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=False, qk_layernorm=True,
+        moe_ffn_hidden_size=hf.need_int("intermediate_size"),
+        moe_router_pre_softmax=True, moe_router_score_function="softmax", moe_layer_freq=1,
+    )  # fmt: skip
+    return out
+
+
+def _map_mixtral(hf: _Hf) -> dict[str, Any]:
+    """No Mixtral bridge is registered in Megatron Bridge 0.6.2 (nor at the mirror's main):
+    the common CONFIG_MAPPING (conversion/model_bridge.py::MegatronModelBridge.
+    hf_config_to_provider_kwargs) with Mixtral's fixed architecture (RMSNorm, SwiGLU experts of
+    intermediate_size, no bias, untied, softmax top-k router, every layer MoE), the values
+    moe-lint's Mixtral presets carry from Megatron-LM's Mixtral configs; kv_channels
+    hidden/heads, make_vocab_size_divisible_by the GPTModelProvider default 128."""
+    out = _common(hf)
+    out.update(
+        kv_channels=hf.get("head_dim")
+        or hf.need_int("hidden_size") // hf.need_int("num_attention_heads"),
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+        moe_ffn_hidden_size=hf.need_int("intermediate_size"), moe_layer_freq=1,
+        make_vocab_size_divisible_by=128,
+    )  # fmt: skip
+    return out
+
+
+def _map_llama4(hf: _Hf) -> dict[str, Any]:
+    """Llama-4 (the ``text_config`` of Llama4ForConditionalGeneration): no Llama-4 bridge is
+    registered in Megatron Bridge 0.6.2; the fields follow the last Bridge provider,
+    llama/llama_provider.py::Llama4ModelProvider at dc805f5cf9e0 (RMSNorm, SwiGLU, no bias,
+    interleaved RoPE, NoPE every 4th layer, chunked attention, sigmoid top-1 router applied to
+    the input, one shared expert of intermediate_size), with the dims of the HF text config:
+    ``intermediate_size_mlp`` is the dense MLP, MoE on every ``interleave_moe_layer_step``-th
+    layer, ``use_qk_norm`` is a weightless L2 norm (qk_l2_norm), not a q/k layernorm."""
+    out = _common(hf)
+    step = int(hf.get("interleave_moe_layer_step", 1))
+    layers = hf.need_int("num_hidden_layers")
+    freq: int | str = 1
+    if step > 1:
+        unit = ",".join("1" if (i + 1) % step == 0 else "0" for i in range(step))
+        freq = f"([{unit}]*{layers // step})"
+    out.update(
+        ffn_hidden_size=hf.get("intermediate_size_mlp", out.get("ffn_hidden_size")),
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+        qk_layernorm=False, qk_l2_norm=bool(hf.get("use_qk_norm", False)),
+        rotary_interleaved=True, nope_layer_interval=4,
+        attention_chunk_size=hf.get("attention_chunk_size", 8192),
+        moe_ffn_hidden_size=hf.need_int("intermediate_size"),
+        moe_shared_expert_intermediate_size=hf.need_int("intermediate_size"),
+        moe_layer_freq=freq, moe_router_score_function="sigmoid",
+        moe_router_pre_softmax=False, moe_apply_probs_on_input=True,
+        moe_router_topk_scaling_factor=1.0, make_vocab_size_divisible_by=128,
+    )  # fmt: skip
+    return out
+
+
+def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
+    """nemotronh/nemotron_h_bridge.py::NemotronHBridge.provider_bridge with its
+    CONFIG_MAPPING rows: hybrid_override_pattern is the layer pattern (M Mamba-2, E MoE,
+    * attention, - dense MLP), no positional encoding, squared-ReLU (not gated) MLPs, sigmoid
+    router with expert bias, kv_channels from head_dim, moe_latent_size when given, MTP depth
+    and block pattern from num_nextn_predict_layers / mtp_hybrid_override_pattern
+    (NemotronHBridge._hf_mtp_config), repeated MTP layer by default."""
+    out = _common(hf, CONFIG_MAPPING + NEMOTRON_H_MAPPING)
+    # Bridge's mapping is first-wins: use_bias / layer_norm_epsilon are added after mlp_bias /
+    # rms_norm_eps, so they fill in only when the earlier names are absent (as here).
+    pattern = _block_pattern(hf, "hybrid_override_pattern", "layers_block_type")
+    counts = {
+        "mamba": pattern.count("M"),
+        "moe": pattern.count("E"),
+        "attention": pattern.count("*"),
+        "mlp": pattern.count("-"),
+    }
+    out.update(
+        hybrid_layer_pattern=pattern, layer_counts=counts, num_layers=len(pattern),
+        normalization="RMSNorm", gated_linear_unit=False, position_embedding_type="none",
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+        qk_layernorm=False, moe_router_score_function="sigmoid",
+        moe_router_enable_expert_bias=True, moe_router_pre_softmax=False,
+        mamba_conv_kernel=hf.get("conv_kernel", 4),
+    )  # fmt: skip
+    for name in ("rotary_base", "rotary_percent"):
+        out.pop(name, None)  # no RoPE in a Mamba hybrid
+    kv = hf.get("head_dim") or hf.get("attention_head_dim")
+    if kv is not None:
+        out["kv_channels"] = kv
+    if hf.has("moe_latent_size") and hf.get("moe_latent_size") is not None:
+        out["moe_latent_size"] = hf.data["moe_latent_size"]
+    mtp = int(hf.get("num_nextn_predict_layers", 0) or 0)
+    out["mtp_num_layers"] = mtp
+    if mtp:
+        mtp_pattern = _block_pattern(
+            hf, "mtp_hybrid_override_pattern", "mtp_layers_block_type", required=False
+        )
+        if not mtp_pattern:
+            raise UsageError(
+                f"{hf.where}: num_nextn_predict_layers > 0 needs mtp_hybrid_override_pattern"
+            )
+        out["mtp_hybrid_override_pattern"] = mtp_pattern
+        out["mtp_use_repeated_layer"] = bool(hf.get("mtp_use_repeated_layer", True))
+    if pattern:
+        out["attention_layer_indices"] = [i for i, c in enumerate(pattern) if c == "*"]
+        out["mamba_layer_indices"] = [i for i, c in enumerate(pattern) if c == "M"]
+        out["moe_layer_indices"] = [i for i, c in enumerate(pattern) if c == "E"]
+    return out
+
+
+#: transformers' NemotronHConfig._list_to_pattern: ``layers_block_type`` entries -> pattern chars.
+_BLOCK_CHARS = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}
+
+
+def _block_pattern(hf: _Hf, name: str, list_name: str, required: bool = True) -> str:
+    """``hybrid_override_pattern``, or transformers' NemotronHConfig property of that name for
+    newer configs that store ``layers_block_type`` (a list of mamba/moe/attention/mlp)."""
+    text = hf.get(name)
+    if isinstance(text, str) and text:
+        return text
+    blocks = hf.get(list_name)
+    if isinstance(blocks, list) and blocks:
+        try:
+            return "".join(_BLOCK_CHARS[str(b)] for b in blocks)
+        except KeyError as exc:
+            raise UsageError(f"{hf.where}: {list_name} has an unknown block type {exc}") from None
+    if not required:
+        return ""
+    raise UsageError(f"{hf.where}: {hf.arch} config.json has neither {name} nor {list_name}")
+
+
+#: HF ``architectures[0]`` -> (mapping function, the bridge moe-lint follows, provider).
+ARCHITECTURES: dict[str, tuple[Callable[[_Hf], dict[str, Any]], str]] = {
+    "DeepseekV3ForCausalLM": (_map_deepseek_v3, "DeepSeekV3Bridge -> MLAModelProvider"),
+    "KimiK2ForCausalLM": (_map_deepseek_v3, "KimiK2Bridge -> MLAModelProvider"),
+    "DeepseekV2ForCausalLM": (_map_deepseek_v2, "DeepSeekV2Bridge -> MLAModelProvider"),
+    "Qwen3MoeForCausalLM": (_map_qwen3_moe, "Qwen3MoEBridge -> GPTModelProvider"),
+    "Qwen3NextForCausalLM": (_map_qwen3_next, "Qwen3NextBridge -> GPTModelProvider"),
+    "GptOssForCausalLM": (_map_gpt_oss, "GPTOSSBridge -> GPTModelProvider"),
+    "Glm4MoeForCausalLM": (_map_glm45, "GLM45Bridge -> GPTModelProvider"),
+    "GlmMoeDsaForCausalLM": (_map_glm5, "GLM5Bridge -> MLAModelProvider"),
+    "MixtralForCausalLM": (_map_mixtral, ""),
+    "Llama4ForConditionalGeneration": (_map_llama4, ""),
+    "Llama4ForCausalLM": (_map_llama4, ""),
+    "NemotronHForCausalLM": (_map_nemotron_h, "NemotronHBridge -> HybridModelProvider"),
+    "OlmoeForCausalLM": (_map_olmoe, "OlMoEBridge -> GPTModelProvider"),
+}
+
+
+def supported() -> str:
+    return ", ".join(sorted(ARCHITECTURES))
+
+
+def model_entry(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A models.yaml-style entry (model fields + hf_architecture, hf_model_type, bridge) for an
+    HF config dict; raises UsageError (one line) for a config moe-lint cannot map."""
+    if not isinstance(data, Mapping):
+        raise UsageError(f"{where}: not an HF config.json (expected a JSON object)")
+    archs = data.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise UsageError(
+            f'{where}: not an HF model config.json (no "architectures" list); '
+            f"supported architectures: {supported()}"
+        )
+    arch = archs[0]
+    if arch not in ARCHITECTURES:
+        raise UsageError(
+            f"{where}: HF architecture {bounded_repr(arch)} is not supported "
+            f"(supported: {supported()}); pass --model NAME for a preset"
+        )
+    body: Mapping[str, Any] = data
+    if arch.startswith("Llama4") and isinstance(data.get("text_config"), Mapping):
+        body = {**data["text_config"], "architectures": archs}
+    mapper, bridge = ARCHITECTURES[arch]
+    try:
+        fields = mapper(_Hf(body, where))
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise UsageError(f"{where}: cannot read {arch} config.json: {exc}") from None
+    fields = {k: _whole(v) if k == "rotary_base" else v for k, v in fields.items()}
+    for key, value in _MODEL_DEFAULTS.items():
+        fields.setdefault(key, value)
+    if fields.get("num_moe_experts") and not fields.get("hybrid_layer_pattern"):
+        for key, value in _MOE_DEFAULTS.items():
+            fields.setdefault(key, value)
+    if fields.get("position_embedding_type") == "none":
+        fields.pop("rotary_percent", None)
+    _check_dims(fields, where, arch)
+    entry: dict[str, Any] = {
+        "display_name": f"{arch} from {where}",
+        "hf_architecture": arch,
+        "hf_model_type": data.get("model_type"),
+        "bridge": bridge or None,
+    }
+    entry.update({k: v for k, v in fields.items() if v is not None})
+    return entry
+
+
+def _check_dims(fields: Mapping[str, Any], where: str, arch: str) -> None:
+    for name in ("num_layers", "hidden_size", "num_attention_heads", "vocab_size"):
+        value = fields.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(
+                f"{where}: {arch} config.json gives no positive integer for model.{name} "
+                f"(got {bounded_repr(value)})"
+            )
+    experts = fields.get("num_moe_experts")
+    if experts is not None and (not isinstance(experts, int) or isinstance(experts, bool)):
+        raise UsageError(f"{where}: expert count must be an integer, got {bounded_repr(experts)}")
+
+
+def find_config(path: Path) -> Path | None:
+    """``path`` itself when it is a file, ``path/config.json`` for a model directory."""
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "config.json").is_file():
+        return path / "config.json"
+    return None
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """(mtime_ns, size): the caches below re-read a config.json that changed on disk (a
+    long-lived process linting again after an edit)."""
+    try:
+        info = Path(path).stat()
+    except OSError:
+        return (0, -1)
+    return (info.st_mtime_ns, info.st_size)
+
+
+def load(path: str) -> dict[str, Any]:
+    """The models.yaml-style entry for the HF config.json at ``path`` (absolute), cached."""
+    return dict(_load(path, _stamp(path)))
+
+
+@cache
+def _load(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read HF config.json: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    return model_entry(data, path)
+
+
+def looks_like_hf(path: str) -> bool:
+    """True for a JSON object naming ``architectures`` or ``model_type`` (an HF model config);
+    a beside-the-file config.json that is not one is left alone."""
+    return _looks_like_hf(path, _stamp(path))
+
+
+@cache
+def _looks_like_hf(path: str, stamp: tuple[int, int]) -> bool:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and ("architectures" in data or "model_type" in data)
+
+
+def is_hf_key(name: str | None) -> bool:
+    """Settings.model values naming an HF config are absolute paths to a JSON file."""
+    return bool(name) and Path(str(name)).is_absolute()

@@ -1,0 +1,330 @@
+"""HF config.json as the model (config/hf_config.py): each bundled family maps as Bridge's model
+bridges import it, to the same fields and parameter counts as moe-lint's preset; the
+``--model PATH`` / model directory / beside-the-file / directive / pyproject forms; bad input is one
+usage line with exit code 2; ``moe-lint models`` lists the presets.
+
+The config.json files are real (tests/data/hf-configs/README.md: the copies models.yaml cites);
+``bridge-tests/`` holds the fixtures Bridge's own unit tests feed its bridges, for the families with
+no released file here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+from conftest import run_main as run
+from moe_lint.analysis.params import Arch, count_params
+from moe_lint.config import hf_config
+from moe_lint.config.settings import model_presets, preset_fields
+from moe_lint.errors import UsageError
+
+HF = REPO / "tests" / "data" / "hf-configs"
+EXAMPLE = REPO / "examples" / "dsv3_128k_h100.yaml"
+DSV3 = HF / "deepseek-ai--DeepSeek-V3.json"
+
+#: config.json -> the preset it is the release of.
+RELEASED = {
+    "deepseek-ai--DeepSeek-V3.json": "deepseek-v3",
+    "moonshotai--Kimi-K2-Instruct.json": "kimi-k2",
+    "Qwen--Qwen3-30B-A3B.json": "qwen3-30b-a3b",
+    "Qwen--Qwen3-235B-A22B.json": "qwen3-235b-a22b",
+    "openai--gpt-oss-120b.json": "gpt-oss-120b",
+    "openai--gpt-oss-20b.json": "gpt-oss-20b",
+    "mistralai--Mixtral-8x7B-v0.1.json": "mixtral-8x7b",
+    "mistralai--Mixtral-8x22B-v0.1.json": "mixtral-8x22b",
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct.json": "llama-4-scout-17b-16e",
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json": "llama-4-maverick-17b-128e",
+    "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": "nemotron-3-nano-30b-a3b",
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json": "nemotron-3-super-120b-a12b",
+    "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json": "nemotron-3-ultra",
+    "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json": "nemotron-3.5-lightning",
+    "zai-org--GLM-5.1.json": "glm-5",
+    "zai-org--GLM-5.2.json": "glm-5.2",
+    "bridge-tests/Qwen3-Next-80B-A3B.json": "qwen3-next-80b-a3b",
+    "bridge-tests/OLMoE-1B-7B.json": "olmoe-1b-7b",
+    "bridge-tests/GLM-4.5.json": "glm-4.5",
+    "bridge-tests/GLM-4.5-Air.json": "glm-4.5-air",
+}
+
+#: Fields where the mapped config.json and the preset differ, each with why. The test checks
+#: that every listed field really differs (so the list cannot go stale) and that the parameter
+#: counts agree anyway.
+_NEMOTRON_MTP = "preset: the Bridge recipes' 2 MTP depths; HF num_nextn_predict_layers 1 (one repeated block either way)"  # noqa: E501
+_BOOKKEEPING = "per-kind layer index lists the mapping derives from the pattern; the preset lists them for Nano only"  # noqa: E501
+_NO_GROUPS = "HF n_group 1 / topk_group 1 map to 1 (Bridge CONFIG_MAPPING); the preset leaves them unset: one group either way"  # noqa: E501
+_INDICES = ("attention_layer_indices", "mamba_layer_indices", "moe_layer_indices")
+DIFFERENCES: dict[str, dict[str, str]] = {
+    "nemotron-3-super-120b-a12b": {
+        "mtp_num_layers": _NEMOTRON_MTP,
+        "moe_router_num_groups": _NO_GROUPS,
+        "moe_router_group_topk": _NO_GROUPS,
+        **dict.fromkeys(_INDICES, _BOOKKEEPING),
+    },
+    "nemotron-3-ultra": {
+        "mtp_num_layers": _NEMOTRON_MTP,
+        "moe_router_num_groups": _NO_GROUPS,
+        "moe_router_group_topk": _NO_GROUPS,
+        "layernorm_epsilon": "preset: not sourced; HF layer_norm_epsilon 1e-5",
+        "mamba_chunk_size": "preset: not sourced; HF chunk_size 128",
+        **dict.fromkeys(_INDICES, _BOOKKEEPING),
+    },
+    "nemotron-3.5-lightning": {
+        "mtp_num_layers": _NEMOTRON_MTP,
+        **dict.fromkeys(_INDICES, _BOOKKEEPING),
+    },
+    "glm-5.2": {
+        "rotary_base": "HF rope_parameters.rope_theta 8e6; the preset's 1e6 is from a Bridge dump",
+        "kv_channels": "HF head_dim 192; the preset's 64 is from a Bridge dump (unused by MLA)",
+    },
+    "qwen3-next-80b-a3b": {
+        "mtp_num_layers": "the checkpoint ships one MTP module that no config field names",
+    },
+    "glm-4.5": {
+        "mtp_num_layers": "Bridge's test fixture has no num_nextn_predict_layers (the release: 1)",
+        "layernorm_epsilon": "preset: not sourced reliably; the fixture says 1e-6",
+    },
+    "glm-4.5-air": {
+        "mtp_num_layers": "Bridge's test fixture has no num_nextn_predict_layers (the release: 1)",
+        "layernorm_epsilon": "preset: not sourced reliably; the fixture says 1e-6",
+        "moe_router_topk_scaling_factor": "Bridge's fixture says 2.5; the release config 1.0",
+    },
+}
+_META = ("display_name", "hf_architecture", "hf_model_type", "bridge")
+
+
+def _mapped(name: str) -> dict[str, Any]:
+    entry = hf_config.load(str(HF / name))
+    return {k: v for k, v in entry.items() if k not in _META}
+
+
+@pytest.mark.parametrize(("name", "preset"), RELEASED.items(), ids=list(RELEASED.values()))
+def test_config_json_maps_to_the_preset(name: str, preset: str) -> None:
+    mapped, fields = _mapped(name), preset_fields(preset)
+    known = DIFFERENCES.get(preset, {})
+    differ = {
+        k for k in set(mapped) | set(fields) if mapped.get(k, "<unset>") != fields.get(k, "<unset>")
+    }
+    assert differ == set(known), {k: (mapped.get(k), fields.get(k)) for k in differ ^ set(known)}
+    # What the lint builds from either: the same model (memory, FLOPs and layout rules read this).
+    ours, theirs = count_params(Arch.from_mapping(mapped)), count_params(Arch.from_mapping(fields))
+    assert (ours.total, ours.active) == (theirs.total, theirs.active)
+    if "mtp_num_layers" not in known or preset.startswith("nemotron"):  # one repeated MTP block
+        assert ours.total_with_mtp == theirs.total_with_mtp
+
+
+def test_every_bundled_family_has_a_mapping() -> None:
+    """Each preset's HF architecture is one hf_config maps (DeepSeek-V2 and Moonlight have no
+    config.json here; their architectures are still mapped)."""
+    archs = {str(e["hf_architecture"]).split()[0] for e in model_presets().values()}
+    assert archs <= set(hf_config.ARCHITECTURES), archs - set(hf_config.ARCHITECTURES)
+    tested = {json.loads((HF / n).read_text())["architectures"][0] for n in RELEASED}
+    assert archs - tested == {"DeepseekV2ForCausalLM"}
+
+
+def test_deepseek_v2_branch() -> None:
+    """DeepSeekV2Bridge: vocab divisor 3200, the config's own scoring function, no expert bias
+    (the V3 file relabelled shows only the V2 bridge's differences)."""
+    data = json.loads(DSV3.read_text())
+    v2 = hf_config.model_entry({**data, "architectures": ["DeepseekV2ForCausalLM"]}, "v2")
+    v3 = hf_config.model_entry(data, "v3")
+    assert v2["make_vocab_size_divisible_by"] == 3200 and v3["make_vocab_size_divisible_by"] == 1280
+    assert v2["moe_router_enable_expert_bias"] is False and v3["moe_router_enable_expert_bias"]
+    assert v2["moe_router_score_function"] == data["scoring_func"]
+    assert v2["bridge"].startswith("DeepSeekV2Bridge")
+
+
+def test_nemotron_layers_block_type_form(tmp_path: Path) -> None:
+    """Newer Nemotron-H configs store layers_block_type, not hybrid_override_pattern (transformers'
+    NemotronHConfig derives the pattern from it): the same model either way."""
+    nano = json.loads((HF / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())
+    chars = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
+    listed = {k: v for k, v in nano.items() if k != "hybrid_override_pattern"}
+    listed["layers_block_type"] = [chars[c] for c in nano["hybrid_override_pattern"]]
+    assert hf_config.model_entry(listed, "x") == {
+        **hf_config.model_entry(nano, "x"),
+        "display_name": "NemotronHForCausalLM from x",
+    }
+
+
+def _lint(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[Any], str]:
+    code, out, err = run(capsys, *args, "--format", "json")
+    return code, (json.loads(out) if out.strip() else []), err
+
+
+def _strip_directive(text: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if "moe-lint:" not in ln) + "\n"
+
+
+def _same_findings(a: list[Any], b: list[Any]) -> bool:
+    def key(f: Any) -> tuple[str, str, int]:
+        return (f["code"], f["message"].replace("preset ", ""), f["line"])
+
+    return sorted(map(key, a)) == sorted(map(key, b))
+
+
+def test_path_dir_and_preset_give_the_same_findings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = tmp_path / "dsv3.yaml"
+    cfg.write_text(_strip_directive(EXAMPLE.read_text()))
+    cluster = ("--gpus", "256", "--gpu", "h100")
+    code_p, preset, _ = _lint(capsys, str(cfg), *cluster, "--model", "deepseek-v3")
+    model_dir = tmp_path / "DeepSeek-V3"
+    model_dir.mkdir()
+    shutil.copy(DSV3, model_dir / "config.json")
+    code_f, by_file, _ = _lint(capsys, str(cfg), *cluster, "--model", str(DSV3))
+    code_d, by_dir, _ = _lint(capsys, str(cfg), *cluster, "--model", str(model_dir))
+    _, none, _ = _lint(capsys, str(cfg), *cluster)
+    assert preset and code_p == code_f == code_d
+    assert _same_findings(preset, by_file) and _same_findings(preset, by_dir)
+    assert not _same_findings(preset, none)  # the model matters: no model, other findings
+
+
+def test_config_json_beside_the_file_and_precedence(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No model anywhere: the config.json beside the file. An explicit model (CLI, directive,
+    pyproject) wins over it; a config.json that is not an HF config is left alone."""
+    cfg = tmp_path / "dsv3.yaml"
+    cfg.write_text(_strip_directive(EXAMPLE.read_text()))
+    cluster = ("--gpus", "256", "--gpu", "h100")
+    _, preset, _ = _lint(capsys, str(cfg), *cluster, "--model", "deepseek-v3")
+    _, none, _ = _lint(capsys, str(cfg), *cluster)
+    shutil.copy(DSV3, tmp_path / "config.json")
+    _, beside, _ = _lint(capsys, str(cfg), *cluster)
+    assert _same_findings(beside, preset)
+    qwen = ("--model", "qwen3-30b-a3b")
+    _, cli_wins, _ = _lint(capsys, str(cfg), *cluster, *qwen)
+    (tmp_path / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    _, cli_over_bad, _ = _lint(capsys, str(cfg), *cluster, *qwen)
+    assert _same_findings(cli_wins, cli_over_bad) and not _same_findings(cli_wins, beside)
+    code, _, err = run(capsys, str(cfg), *cluster)  # unsupported HF arch beside: usage error
+    assert code == 2 and "'LlamaForCausalLM' is not supported" in err
+    (tmp_path / "config.json").write_text('{"tool": "something else"}')
+    _, other_tool, _ = _lint(capsys, str(cfg), *cluster)
+    assert _same_findings(other_tool, none)
+
+
+def test_directive_and_pyproject_paths_are_relative_to_their_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = ("--gpus", "256", "--gpu", "h100")
+    text = _strip_directive(EXAMPLE.read_text())
+    (tmp_path / "models" / "dsv3").mkdir(parents=True)
+    shutil.copy(DSV3, tmp_path / "models" / "dsv3" / "config.json")
+    (tmp_path / "runs").mkdir()
+    directive = tmp_path / "runs" / "a.yaml"
+    directive.write_text(text + "# moe-lint: model=../models/dsv3\n")
+    plain = tmp_path / "runs" / "b.yaml"
+    plain.write_text(text)
+    _, preset, _ = _lint(capsys, str(plain), *cluster, "--model", "deepseek-v3")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the directive's path is read from the YAML file's folder
+    _, by_directive, _ = _lint(capsys, str(directive), *cluster)
+    assert _same_findings(by_directive, preset)
+    (tmp_path / "pyproject.toml").write_text('[tool.moe-lint]\nmodel = "models/dsv3/config.json"\n')
+    _, by_pyproject, _ = _lint(capsys, str(plain), *cluster)
+    assert _same_findings(by_pyproject, preset)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not an HF config.json"),
+        ('{"model_type": "deepseek_v3"}', 'no "architectures" list'),
+        ('{"architectures": ["LlamaForCausalLM"]}', "supported: DeepseekV2ForCausalLM"),
+        ('{"architectures": ["MixtralForCausalLM"], "hidden_size": 4096}', "has no"),
+        (
+            '{"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 4, '
+            '"hidden_size": "big", "num_attention_heads": 4, "vocab_size": 8}',
+            "model.hidden_size",
+        ),
+    ],
+)
+def test_bad_config_json_is_one_usage_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text(text)
+    code, out, err = run(capsys, str(EXAMPLE), "--model", str(bad))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("moe-lint: error: ") and message in err, err
+
+
+def test_missing_path_and_empty_dir_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, str(EXAMPLE), "--model", str(tmp_path / "none" / "config.json"))
+    assert code == 2 and "no model preset or HF config.json" in err
+    code, _, err = run(capsys, str(EXAMPLE), "--model", str(tmp_path))
+    assert code == 2 and "has no config.json" in err
+    code, _, err = run(capsys, str(EXAMPLE), "--model", "deepseek-v9")
+    assert code == 2 and "unknown model preset 'deepseek-v9'" in err
+
+
+def test_unknown_architecture_error_is_raised_by_the_mapper() -> None:
+    with pytest.raises(UsageError, match="pass --model NAME for a preset"):
+        hf_config.model_entry({"architectures": ["GPT2LMHeadModel"]}, "x")
+
+
+def test_models_lists_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "models", "--format", "json")
+    rows = json.loads(out)
+    presets = model_presets()
+    assert code == 0 and [r["name"] for r in rows] == list(presets)
+    dsv3 = next(r for r in rows if r["name"] == "deepseek-v3")
+    assert dsv3["hf_id"] == "deepseek-ai/DeepSeek-V3"
+    assert dsv3["hf_architecture"] == "DeepseekV3ForCausalLM"
+    assert dsv3["total_params"] == count_params(Arch.from_preset("deepseek-v3")).total
+    assert abs(dsv3["total_params"] / dsv3["published_params"]["total"] - 1) < 0.01
+    assert dsv3["sources"] == presets["deepseek-v3"]["sources"]
+    code, text, _ = run(capsys, "models")
+    lines = text.splitlines()
+    assert code == 0 and sum(not ln.startswith(" ") for ln in lines) == len(presets)
+    head = next(ln for ln in lines if ln.startswith("deepseek-v3 "))
+    assert "DeepSeek-V3 (671B)" in head and "671.0B total / 37.6B active" in head
+    assert any("deepseek_v3_bridge.py" in ln for ln in lines)
+
+
+def test_models_shows_what_a_config_json_maps_to(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "models", str(DSV3), "--format", "json")
+    got = json.loads(out)
+    assert code == 0 and got["fields"] == preset_fields("deepseek-v3")
+    code, out, _ = run(capsys, "models", str(DSV3))
+    assert code == 0 and "model.num_moe_experts = 256" in out
+    assert run(capsys, "models", str(HF / "missing.json"))[0] == 2
+
+
+def test_llama4_text_config_and_causal_lm_form() -> None:
+    """Llama4ForConditionalGeneration reads its text_config; a Llama4ForCausalLM config carries
+    the same fields at the top level: one model."""
+    scout = json.loads((HF / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json").read_text())
+    flat = {**scout["text_config"], "architectures": ["Llama4ForCausalLM"]}
+    strip = {"display_name", "hf_architecture", "hf_model_type"}
+    nested, causal = hf_config.model_entry(scout, "x"), hf_config.model_entry(flat, "x")
+    assert {k: v for k, v in nested.items() if k not in strip} == {
+        k: v for k, v in causal.items() if k not in strip
+    }
+
+
+def test_a_preset_name_wins_over_a_folder_of_that_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model deepseek-ai/DeepSeek-V3` is the preset even beside a clone of that name (its
+    config.json is not read); `./deepseek-ai/DeepSeek-V3` is the path."""
+    clone = tmp_path / "deepseek-ai" / "DeepSeek-V3"
+    clone.mkdir(parents=True)
+    (clone / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "models", "deepseek-ai/DeepSeek-V3", "--format", "json")
+    assert code == 0 and json.loads(out)["model"] == "deepseek-v3"
+    code, _, err = run(capsys, "models", "./deepseek-ai/DeepSeek-V3")
+    assert code == 2 and "'LlamaForCausalLM' is not supported" in err
