@@ -244,7 +244,7 @@ def settings_from_table(
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
     settings = apply_cluster(
-        settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where, path.parent
+        settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where, base_dir
     )
     settings.base_dir = base_dir
 
@@ -274,7 +274,7 @@ def settings_from_table(
             raise UsageError(
                 f"{where}: per-file.{_shown(glob)} may only set {sorted(_PER_FILE_KEYS)}"
             )
-        apply_cluster(Settings(), values, f"{where} per-file.{glob}", path.parent)  # validate
+        apply_cluster(Settings(), values, f"{where} per-file.{glob}", base_dir)  # validate
     settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
     if "extra-fields" in table:
         settings.extra_fields = tuple(extra_fields(table["extra-fields"], f"{where}: extra-fields"))
