@@ -242,6 +242,7 @@ def parse_command_line(
     head, tail = (argv, []) if dashes is None else (argv[:dashes], argv[dashes + 1 :])
     ns = parser.parse_intermixed_args(head)
     ns.args = [*ns.args, *tail]
+    ns.after_dashes = tail
     if [argv[i] for i in indices] == ns.args:
         ns.arg_positions = [offset + i + 1 for i in indices]
     else:  # an option form the scan does not know: match the words in order instead
@@ -262,7 +263,8 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.config import user_cache as rulecache
 
         rulecache.disable()
-    files, overrides = _split_args(ns)
+    mlm_words = _mlm_words(ns)
+    files, overrides = _split_args(ns, allow_none=bool(mlm_words))
     settings, fmt_setting = _settings_for(ns)
     if ns.select is not None:
         settings.select = ns.select
@@ -309,6 +311,8 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.workers import lint_many
 
         results = lint_many(files, catalogue, settings, overrides, cli_cluster, _as_input_error)
+    if mlm_words:
+        results.append(_lint_arglist(mlm_words, catalogue, settings, overrides, cli_cluster))
     if ns.diff:
         # Like `ruff --diff`: the diff is the output; exit 1 when something would change.
         for r in results:
@@ -355,7 +359,34 @@ def _report_fixes(
         print(f"{done if fixed else 'No fixes applied'} ({left} left).", file=sys.stderr)
 
 
-def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
+def _mlm_words(ns: argparse.Namespace) -> list[str]:
+    """``moe-lint [options] -- --tensor-model-parallel-size 4 ...``: the words after ``--``
+    are one Megatron-LM argument list when the first is a ``--flag`` (not an existing file);
+    they are taken out of ``ns.args``."""
+    tail = getattr(ns, "after_dashes", None) or []
+    if not tail or not tail[0].startswith("--") or os.path.exists(tail[0]):
+        return []
+    ns.args = ns.args[: len(ns.args) - len(tail)]
+    ns.arg_positions = ns.arg_positions[: len(ns.args)]
+    return list(tail)
+
+
+def _lint_arglist(
+    words: list[str], catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any
+) -> FileResult:
+    """Lint a Megatron-LM argument list given on the command line (path ``<command line>``)."""
+    from moe_lint.config.mlm_args import parse_arglist
+    from moe_lint.lint import lint_document
+
+    try:
+        doc = parse_arglist(words)
+        return slim(_as_input_error(lint_document(doc, catalogue, settings, overrides,
+                                                  cli_cluster)))  # fmt: skip
+    except InputError as exc:
+        return FileResult("<command line>", error=str(exc))
+
+
+def _split_args(ns: argparse.Namespace, allow_none: bool = False) -> tuple[list[str], list[Any]]:
     """Config files and Hydra-style overrides, in any order (an existing file wins over a name
     that looks like an override); the overrides apply to every file, in the order given."""
     files: list[str] = []
@@ -370,7 +401,7 @@ def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
                 raise UsageError(f"{where}{exc}") from None
         else:
             files.append(arg)
-    if not files:
+    if not files and not allow_none:
         raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
     return files, overrides
 

@@ -101,6 +101,17 @@ class Document:
     fix_refusals: dict[ConfigPath, str] = field(default_factory=dict)
     #: Paths whose key only a merge key (``<<``) brought in: written in the merged mapping.
     merged: set[ConfigPath] = field(default_factory=set)
+    #: The input's form when it is not Bridge YAML: "megatron-lm" for a launch script, a
+    #: MODEL_ARGS file or an argument list (moe_lint.config.mlm_args); None for YAML.
+    form: str | None = None
+    #: Megatron-LM input only: its flags (mlm_args.MlmFlag) in order, Megatron-LM's defaults
+    #: for the mapped paths no flag sets, paths whose value is unresolved ($VAR, $(...)),
+    #: what the reader could not expand, and the launcher's world (nodes, gpus-per-node).
+    mlm_flags: list[Any] | None = None
+    mlm_defaults: dict[str, Any] = field(default_factory=dict)
+    mlm_unknown: set[str] = field(default_factory=set)
+    mlm_notes: list[str] = field(default_factory=list)
+    launcher: dict[str, str] = field(default_factory=dict)
 
     @property
     def lines(self) -> list[str]:
@@ -501,7 +512,16 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     the core schema, or that does not parse (then the keys written at column 0 are tested).
     A file that passes the test is held to Bridge's loader (OmegaConf.load: one YAML
     document, core tags): anything else is an input error (exit 2).
+
+    Megatron-LM input is told by its content (config/mlm_args.py): a shell launch script (a
+    shebang, a ``.sh`` name, ``--flag`` tokens in shell text) or a ``MODEL_ARGS:`` argument
+    file.
     """
+    # Lazy: the Megatron-LM reader only for Megatron-LM input.
+    from moe_lint.config import mlm_args
+
+    if mlm_args.looks_like_script(text, path):
+        return mlm_args.parse_script(text, path, had_bom)
     try:
         nodes = compose(text)
     except yaml.YAMLError as exc:
@@ -535,6 +555,8 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
         return _skipped(path, text, had_bom, "top level is a list, not a Megatron Bridge config")
     if not isinstance(node, yaml.MappingNode):
         return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
+    if any(isinstance(k, yaml.ScalarNode) and k.value == "MODEL_ARGS" for k, _ in node.value):
+        return mlm_args.parse_model_args(text, path, node, had_bom)
     builder = _Builder()
     try:
         data = builder.build(node, (), 0, set())
