@@ -60,6 +60,13 @@ RENAMES: dict[str, list[str]] = {
     # store_true flags whose field is the negation (a leading "!" says so).
     "untie_embeddings_and_output_weights": ["!model.share_embeddings_and_output_weights"],
     "swiglu": ["model.gated_linear_unit"],
+    # megatron/training/argument_utils.py::core_transformer_config_from_args renames these.
+    "decoder_first_pipeline_num_layers": ["model.num_layers_in_first_pipeline_stage"],
+    "decoder_last_pipeline_num_layers": ["model.num_layers_in_last_pipeline_stage"],
+    "fp8_param_gather": ["model.fp8_param", "ddp.fp8_param_gather"],
+    "fp4_param_gather": ["model.fp4_param"],
+    "overlap_p2p_comm": ["model.overlap_p2p_comm", "!model.batch_p2p_comm"],
+    "no_persist_layer_norm": ["!model.persist_layer_norm"],
 }
 #: Sections a dest is looked up in (a field of the same name), in order.
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "checkpoint", "scheduler", "dist",

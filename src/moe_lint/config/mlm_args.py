@@ -618,17 +618,22 @@ def find_launch(reader: ShellReader) -> Launch | None:
     return None
 
 
-def _flag_vars(reader: ShellReader) -> list[_PStr]:
-    """A script without a training command: the ``--flag`` words of its ``*ARGS*`` variables."""
+_LAUNCHER_FLAGS = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--master_addr",
+                   "--master-addr", "--node_rank", "--node-rank", "--rdzv_endpoint"}  # fmt: skip
+
+
+def _flag_vars(reader: ShellReader) -> tuple[list[_PStr], list[_PStr]]:
+    """A script without a training command: the ``--flag`` words of its variables that hold
+    two or more of them (``MODEL_ARGS="..."``), and the launcher's (``DISTRIBUTED_ARGS``)."""
     out: list[_PStr] = []
-    for name, value in reader.vars.items():
-        if "ARG" not in name.upper():
+    launcher: list[_PStr] = []
+    for value in reader.vars.values():
+        words = [w2 for w in (value if isinstance(value, list) else [value]) for w2 in w.split()]
+        flags = [w.text for w in words if w.text.startswith("--")]
+        if len(flags) < 2:
             continue
-        words = value if isinstance(value, list) else value.split()
-        if any(w.text.startswith("--") for w in words):
-            out.extend(w2 for w in words for w2 in (w.split() if not isinstance(value, list)
-                                                      else [w]))  # fmt: skip
-    return out
+        (launcher if _LAUNCHER_FLAGS & set(flags) else out).extend(words)
+    return out, launcher
 
 
 # --- flags -> config -------------------------------------------------------------------------
@@ -722,13 +727,14 @@ def read_script(text: str) -> Parsed:
     if launch is not None:
         words, launcher, command = launch.args, _launcher_world(launch.launcher), launch.script
     else:
-        words, launcher, command = _flag_vars(reader), {}, None
+        words, launcher_words = _flag_vars(reader)
+        launcher, command = _launcher_world(launcher_words), None
         if not words:
             raise InputError(
                 "no Megatron-LM command line found (no pretrain_*.py command and no "
-                "--flags in an *ARGS* variable)"
+                "variable holding --flags)"
             )
-        reader.notes.insert(0, "no training command in the script: flags of its *ARGS* variables")
+        reader.notes.insert(0, "no training command in the script: the flags of its variables are read")
     if not launcher:
         launcher = _vars_world(reader)
     return Parsed(split_flags(words), launcher, reader.notes, command)
@@ -839,6 +845,8 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
             continue
         else:
             typed = _typed(entry, value.text)
+        if entry["dest"] == "group_query_attention":
+            given["_gqa"] = (True, span, False)
         if entry["dest"] == "num_layers_per_virtual_pipeline_stage":
             given["_vpp_layers"] = (typed, span, value is not None and value.unresolved)
         for path in entry.get("paths", ()):
@@ -848,6 +856,8 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
             given[path] = (v, span, value is not None and value.unresolved)
     _derive_vpp(given)
     for path, (v, span, unresolved) in given.items():
+        if path.startswith("_"):
+            continue
         if unresolved:
             unknown.add(path)
             continue
@@ -865,11 +875,39 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
         for path in entry.get("paths", ()):
             negate = path.startswith("!")
             path = path.lstrip("!")
-            if path in given or path in defaults:
+            if path in given or path in defaults or path in unknown:
                 continue
             d = entry.get("default")
             defaults[path] = (not d) if negate and isinstance(d, bool) else d
+    _as_megatron_lm_does(data, spans, defaults, given)
     return MlmResult(data, spans, flags, defaults, unknown, notes, launcher)
+
+
+def _as_megatron_lm_does(data: dict[str, Any], spans: SpanMap, defaults: dict[str, Any],
+                         given: dict[str, Any]) -> None:  # fmt: skip
+    """What Megatron-LM does to the parsed args before the configs see them (core 0.19.2):
+    ``validate_args`` takes a one-item load-balancing type / aux-loss list as its item, and
+    ``core_transformer_config_from_args`` a one-item cp_comm_type list as its item, drops
+    num_query_groups without --group-query-attention, and leaves an unset rope_type to the
+    config class (yarn for MLA, rope otherwise)."""
+    model = data.get("model", {})
+
+    def unlist(key: str) -> None:
+        if isinstance(model.get(key), list) and len(model[key]) == 1:
+            model[key] = model[key][0]
+        elif isinstance(defaults.get(f"model.{key}"), list) and len(defaults[f"model.{key}"]) == 1:
+            defaults[f"model.{key}"] = defaults[f"model.{key}"][0]
+
+    for key in ("moe_router_load_balancing_type", "moe_aux_loss_coeff", "cp_comm_type"):
+        unlist(key)
+    if "_gqa" not in given and "num_query_groups" in model:
+        model.pop("num_query_groups")
+        spans.pop(("model", "num_query_groups"), None)
+        defaults["model.num_query_groups"] = None
+    if model.get("rope_type") is None:
+        defaults["model.rope_type"] = "yarn" if model.get("multi_latent_attention") else "rope"
+    if model:
+        data["model"] = model
 
 
 def _derive_vpp(given: dict[str, Any]) -> None:
