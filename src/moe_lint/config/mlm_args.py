@@ -606,16 +606,25 @@ class Launch(NamedTuple):
 
 
 def find_launch(reader: ShellReader) -> Launch | None:
-    """The training command: the words after its ``*.py`` script (or ``-m module``)."""
+    """The training command: the words after its ``*.py`` script (or ``-m megatron...``); of
+    several such commands (branches, a check that the script exists), the one with the most
+    ``--flags``."""
+    best: Launch | None = None
+    best_flags = -1
     for cmd in reader.commands:
         words = cmd.words
+        if words and words[0].text in ("echo", "printf", "[", "[[", "test", "ls", "cat", "cd"):
+            continue
         for k, w in enumerate(words):
             name = w.text
             if _SCRIPT.search(name) or (
                 k > 0 and words[k - 1].text == "-m" and name.startswith("megatron")
             ):
-                return Launch(words[k + 1 :], words[:k], w)
-    return None
+                count = sum(1 for x in words[k + 1 :] if x.text.startswith("--"))
+                if count > best_flags:
+                    best, best_flags = Launch(words[k + 1 :], words[:k], w), count
+                break
+    return best
 
 
 _LAUNCHER_FLAGS = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--master_addr",
