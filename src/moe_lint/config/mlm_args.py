@@ -107,6 +107,12 @@ class _Word:
     start: int = 0
 
     def add(self, text: _PStr, split: bool) -> None:
+        if self.array is not None:  # "${A[@]}x": the elements joined, then the rest
+            joined = _PStr()
+            for k, item in enumerate(self.array):
+                joined = joined + (_PStr(" ") if k else _PStr()) + item
+            self.parts.append((joined, True))
+            self.array = None
         self.parts.append((text, split))
 
 
@@ -132,6 +138,7 @@ class ShellReader:
         self.vars: dict[str, _PStr | list[_PStr]] = {}
         self.notes: list[str] = []
         self.commands: list[_Command] = []
+        self.steps = 0
 
     # -- lexing ----------------------------------------------------------------------------
 
@@ -167,6 +174,9 @@ class ShellReader:
         assignments: list[tuple[str, str, Any, int]] = []
         heredocs: list[str] = []
         while True:
+            self.steps += 1
+            if self.steps > 4 * len(self.text) + 1000:  # every step consumes text: a guard only
+                raise InputError("the shell text cannot be taken apart (reader made no progress)")
             self._skip_blank()
             ch = self._peek()
             if ch == "":
@@ -179,6 +189,7 @@ class ShellReader:
                 self.i += 1
                 for tag in heredocs:
                     self._skip_heredoc(tag)
+                heredocs.clear()
                 if words or assignments:
                     break
                 continue
@@ -201,8 +212,8 @@ class ShellReader:
                 if self._peek() == "-":
                     self.i += 1
                 self._skip_blank()
-                tag = self._word()
-                heredocs.append("".join(p.text for p, _ in tag.parts).strip("'\""))
+                delimiter = self._word()
+                heredocs.append("".join(p.text for p, _ in delimiter.parts).strip("'\""))
                 continue
             if ch in "<>":
                 self.i += 1
@@ -226,11 +237,12 @@ class ShellReader:
                         word = self._word()
                         assignments.append((m.group(1), m.group(3), self._join(word), start))
                     continue
+            before = self.i
             word = self._word()
             if word.parts or word.array is not None:
                 words.append(word)
-            elif self.i < len(self.text) and self._peek() not in " \t\r\n;&|<>()#":
-                self.i += 1  # a character no rule consumed: move on
+            if self.i == before:
+                self.i += 1  # a character no rule consumed (``f()``'s parenthesis): move on
         return words, assignments
 
     def _skip_heredoc(self, tag: str) -> None:
@@ -392,7 +404,7 @@ class ShellReader:
             items = value if isinstance(value, list) else ([value] if value is not None else [])
             if value is None:
                 self._note(f"line {self._line(at)}: ${{{m.group(1)}[@]}} is not set in the script")
-            if quoted and m.group(2) == "@" or not quoted:
+            if (quoted and m.group(2) == "@") or not quoted:
                 word.array = list(items) if quoted else [w for it in items for w in it.split()]
                 if word.parts or len(items) == 0:
                     joined = _PStr()
@@ -429,6 +441,7 @@ class ShellReader:
         sub = ShellReader.__new__(ShellReader)
         sub.text, sub.i, sub.vars, sub.notes, sub.commands = self.text, offset, self.vars, \
             self.notes, []  # fmt: skip
+        sub.steps = 0
         word = _Word(start=offset)
         end = offset + len(text)
         while sub.i < end:
@@ -743,7 +756,9 @@ def read_script(text: str) -> Parsed:
                 "no Megatron-LM command line found (no pretrain_*.py command and no "
                 "variable holding --flags)"
             )
-        reader.notes.insert(0, "no training command in the script: the flags of its variables are read")
+        reader.notes.insert(
+            0, "no training command in the script: the flags of its variables are read"
+        )
     if not launcher:
         launcher = _vars_world(reader)
     return Parsed(split_flags(words), launcher, reader.notes, command)
@@ -993,9 +1008,12 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     import yaml
 
     args = None
+    anchor = None
     for key, value in node.value:
         if isinstance(key, yaml.ScalarNode) and key.value == "MODEL_ARGS":
             args = value
+            start = key.start_mark.index
+            anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
     if not isinstance(args, yaml.MappingNode):
         raise InputError("MODEL_ARGS must be a mapping of --flag: value")
     pairs: list[tuple[_PStr, _PStr | None]] = []
@@ -1026,7 +1044,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
         pairs.append((flag, _PStr(raw, idx, unresolved)))
     notes = ["MODEL_ARGS values with ${...} are the test harness's variables: not resolved"] if \
         any(v is not None and v.unresolved for _, v in pairs) else []  # fmt: skip
-    return to_document(path, text, build(text, pairs, None, notes, {}), had_bom)
+    return to_document(path, text, build(text, pairs, anchor, notes, {}), had_bom)
 
 
 # --- format detection --------------------------------------------------------------------------
@@ -1042,7 +1060,7 @@ def looks_like_script(text: str, path: str) -> bool:
     if _SHEBANG.match(text) or path.endswith((".sh", ".bash", ".slurm", ".sbatch")):
         return True
     head = text[:200_000]
-    if "--" not in head:
+    if "--" not in head or re.search(r"^MODEL_ARGS\s*:", head, re.M):
         return False
     flags = len(_FLAG_TOKEN.findall(head))
     if flags < 2:

@@ -375,6 +375,9 @@ def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) 
     for dotted, default in doc.mlm_defaults.items():
         if cfg.origin.get(dotted) in ("file", "override", "preset") or dotted in override_paths:
             continue
+        section, _, key = dotted.partition(".")
+        if default is None and fields.is_recipe_field(section, key):
+            continue  # a size Megatron-LM needs given (num_layers, hidden_size): not stated
         cfg.values[dotted] = default
         cfg.origin[dotted] = "default"
         cfg.unknown.discard(dotted)
@@ -387,9 +390,9 @@ def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) 
     tp = v.get("model.tensor_model_parallel_size")
     # megatron/training/arguments.py::validate_args (core 0.19.2): ETP defaults to TP, and
     # sequence parallelism is switched off at TP=1.
-    if v.get("model.expert_tensor_parallel_size") is None and isinstance(tp, int):
-        if "model.expert_tensor_parallel_size" not in cfg.unknown:
-            _set(cfg, "model.expert_tensor_parallel_size", tp,
+    etp_unset = "model.expert_tensor_parallel_size" not in cfg.unknown
+    if v.get("model.expert_tensor_parallel_size") is None and isinstance(tp, int) and etp_unset:
+        _set(cfg, "model.expert_tensor_parallel_size", tp,
                  f"ETP unset -> TP={tp} (Megatron-LM validate_args)")  # fmt: skip
     if tp == 1 and v.get("model.sequence_parallel"):
         _set(cfg, "model.sequence_parallel", False,
