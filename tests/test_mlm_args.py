@@ -136,10 +136,9 @@ def test_nothing_is_executed_and_unknowns_stay_unknown(tmp_path: Path) -> None:
     "text",
     [
         "#!/bin/bash\npython pretrain_gpt.py --num-layers 'unterminated\n",
-        "#!/bin/bash\necho hello\n",
         "#!/bin/bash\nA=x\n" + "A=$A$A\n" * 40 + "python pretrain_gpt.py $A\n",
     ],
-    ids=["unterminated-quote", "no-command", "expansion-bomb"],
+    ids=["unterminated-quote", "expansion-bomb"],
 )
 def test_bad_scripts_exit_2_with_one_line(text: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.sh"
@@ -152,6 +151,16 @@ def test_bad_scripts_exit_2_with_one_line(text: str, tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_script_without_a_training_command_is_skipped(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:  # fmt: skip
+    path = tmp_path / "prep.sh"
+    path.write_text("#!/bin/bash\npython tools/preprocess_data.py --input x --output y\n")
+    code, _, _ = _lint([str(path)], capsys)
+    assert code == 0
+    doc = load_file(str(path))
+    assert doc.skip is not None and "not a Megatron-LM launch script" in doc.skip
 
 
 def test_fix_edits_only_a_literal_after_its_flag(

@@ -40,6 +40,10 @@ MAX_WORDS = 100_000
 MAX_FLAGS = 20_000
 
 FORM = "megatron-lm"
+#: Why a script with no Megatron-LM command line is skipped (like YAML that is not a config).
+SKIP_NO_COMMAND = (
+    "not a Megatron-LM launch script (no pretrain_*.py command and no variable holding --flags)"
+)
 
 
 class MlmFlag(NamedTuple):
@@ -752,10 +756,7 @@ def read_script(text: str) -> Parsed:
         words, launcher_words = _flag_vars(reader)
         launcher, command = _launcher_world(launcher_words), None
         if not words:
-            raise InputError(
-                "no Megatron-LM command line found (no pretrain_*.py command and no "
-                "variable holding --flags)"
-            )
+            return Parsed([], {}, reader.notes, None)
         reader.notes.insert(
             0, "no training command in the script: the flags of its variables are read"
         )
@@ -796,7 +797,12 @@ def _typed(entry: dict[str, Any] | None, raw: str) -> Any:
         return raw
     kind = entry.get("type")
     if entry.get("nargs") in ("+", "*"):
-        return [_one(kind, t) for t in raw.split()]
+        # A list value written as "[2 2]" or "[2, 2]" (functional tests' MODEL_ARGS) is read as
+        # its items.
+        inner = raw.strip()
+        if inner.startswith("[") and inner.endswith("]"):
+            inner = inner[1:-1].replace(",", " ")
+        return [_one(kind, t) for t in inner.split()]
     return _one(kind, raw)
 
 
@@ -966,10 +972,12 @@ def _literal_at(text: str, flag: _PStr, value: _PStr) -> bool:
     )
 
 
-def to_document(path: str, text: str, result: MlmResult, had_bom: bool = False) -> Document:
+def to_document(
+    path: str, text: str, result: MlmResult, had_bom: bool = False, empty: str = ""
+) -> Document:
     return Document(
         path=path, text=text, data=result.data, spans=result.spans, had_bom=had_bom,
-        skip=None if result.flags else "no Megatron-LM arguments found", form=FORM,
+        skip=None if result.flags else empty or SKIP_NO_COMMAND, form=FORM,
         mlm_flags=result.flags, mlm_defaults=result.defaults, mlm_unknown=result.unknown,
         mlm_notes=result.notes, launcher=result.launcher,
     )  # fmt: skip
@@ -1014,8 +1022,14 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
             args = value
             start = key.start_mark.index
             anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
+    if isinstance(args, yaml.ScalarNode) and args.tag.endswith(":null"):
+        return to_document(path, text, build(text, [], anchor, [], {}), had_bom,
+                           "MODEL_ARGS holds no Megatron-LM arguments")  # fmt: skip
     if not isinstance(args, yaml.MappingNode):
-        raise InputError("MODEL_ARGS must be a mapping of --flag: value")
+        raise InputError(
+            f"line {args.start_mark.line + 1 if args is not None else 1}: MODEL_ARGS must be "
+            "a mapping of --flag: value"
+        )
     pairs: list[tuple[_PStr, _PStr | None]] = []
     table = flag_table()["flags"]
     for key, value in args.value:
@@ -1044,7 +1058,8 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
         pairs.append((flag, _PStr(raw, idx, unresolved)))
     notes = ["MODEL_ARGS values with ${...} are the test harness's variables: not resolved"] if \
         any(v is not None and v.unresolved for _, v in pairs) else []  # fmt: skip
-    return to_document(path, text, build(text, pairs, anchor, notes, {}), had_bom)
+    return to_document(path, text, build(text, pairs, anchor, notes, {}), had_bom,
+                       "MODEL_ARGS holds no Megatron-LM arguments")  # fmt: skip
 
 
 # --- format detection --------------------------------------------------------------------------
@@ -1059,6 +1074,8 @@ def looks_like_script(text: str, path: str) -> bool:
     text that is not YAML-shaped (assignments, continuation lines, a python/torchrun call)."""
     if _SHEBANG.match(text) or path.endswith((".sh", ".bash", ".slurm", ".sbatch")):
         return True
+    if path.endswith((".yaml", ".yml", ".json")):
+        return False  # YAML by name: a shell script among them needs its shebang
     head = text[:200_000]
     if "--" not in head or re.search(r"^MODEL_ARGS\s*:", head, re.M):
         return False
