@@ -54,6 +54,16 @@ def test_script_arrays_variables_and_defaults() -> None:
     # Megatron-LM's own default where no flag is given: ETP = TP (validate_args), not Bridge's 1.
     assert cfg.value("model.expert_tensor_parallel_size") == 1
     assert cfg.value("model.moe_router_topk") == 2
+    # export CUDA_DEVICE_MAX_CONNECTIONS=1 is the run's environment (env_vars).
+    assert cfg.raw_get("env_vars.CUDA_DEVICE_MAX_CONNECTIONS") == "1"
+
+
+def test_model_args_env_vars_are_the_environment() -> None:
+    doc = load_file(
+        str(DATA / "mixtral__mixtral_8x7b_alltoall_tp2pp4ep4_release.model_config.yaml")
+    )
+    assert doc.data["env_vars"]["NVTE_ALLOW_NONDETERMINISTIC_ALGO"] == "1"
+    assert doc.spans[("env_vars", "NVTE_ALLOW_NONDETERMINISTIC_ALGO")].value_start.line == 8
 
 
 def _lint(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -143,6 +143,8 @@ class ShellReader:
         self.notes: list[str] = []
         self.commands: list[_Command] = []
         self.steps = 0
+        #: Names the script exports (``export NAME=...``): the run's environment.
+        self.exported: list[str] = []
 
     # -- lexing ----------------------------------------------------------------------------
 
@@ -547,6 +549,10 @@ class ShellReader:
                     cut = m.end()
                     value = _PStr(w.text[cut:], w.idx[cut:], w.unresolved)
                     self._assign(m.group(1), m.group(3), value)
+                name = m.group(1) if m else w.text
+                exported = expanded[0].text == "export" and _NAME.fullmatch(name)
+                if exported and name not in self.exported and len(self.exported) < 1000:
+                    self.exported.append(name)
             return
         for name, op, value, _ in assignments:
             self._assign(name, op, value)
@@ -673,6 +679,7 @@ class Parsed:
     launcher: dict[str, str]
     notes: list[str]
     command: _PStr | None
+    env: dict[str, _PStr] = field(default_factory=dict)
 
 
 def _takes_value(name: str, nxt: _PStr | None) -> bool:
@@ -762,7 +769,8 @@ def read_script(text: str) -> Parsed:
         )
     if not launcher:
         launcher = _vars_world(reader)
-    return Parsed(split_flags(words), launcher, reader.notes, command)
+    env = {n: v for n in reader.exported if isinstance(v := reader.vars.get(n), _PStr)}
+    return Parsed(split_flags(words), launcher, reader.notes, command, env)
 
 
 def _vars_world(reader: ShellReader) -> dict[str, str]:
@@ -985,8 +993,28 @@ def to_document(
 
 def parse_script(text: str, path: str, had_bom: bool = False) -> Document:
     parsed = read_script(text)
-    return to_document(path, text, build(text, parsed.flags, parsed.command, parsed.notes,
-                                         parsed.launcher), had_bom)  # fmt: skip
+    result = build(text, parsed.flags, parsed.command, parsed.notes, parsed.launcher)
+    if result.flags:
+        _add_env(text, result, {k: (v.text, v) for k, v in parsed.env.items()})
+    return to_document(path, text, result, had_bom)
+
+
+def _add_env(text: str, result: MlmResult, env: dict[str, tuple[Any, _PStr | None]]) -> None:
+    """The run's environment (``export NAME=value`` in a script, ``ENV_VARS:`` of a
+    functional test) as Bridge's ``env_vars`` section, which the rules read."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    out: dict[str, Any] = {}
+    for name, (value, where) in env.items():
+        if where is not None and where.unresolved:
+            result.unknown.add(f"env_vars.{name}")
+            continue
+        out[name] = value
+        if where is not None and where.idx and where.idx[0] >= 0 and where.idx[-1] >= 0:
+            a = _pos(text, where.idx[0], starts)
+            b = _pos(text, where.idx[-1] + 1, starts)
+            result.spans[("env_vars", name)] = Span(a, b, a, b, False)
+    if out:
+        result.data["env_vars"] = out
 
 
 def parse_arglist(words: list[str], path: str = "<command line>") -> Document:
@@ -1017,7 +1045,18 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
 
     args = None
     anchor = None
+    env: dict[str, tuple[Any, _PStr | None]] = {}
     for key, value in node.value:
+        if (
+            isinstance(key, yaml.ScalarNode)
+            and key.value == "ENV_VARS"
+            and isinstance(value, yaml.MappingNode)
+        ):
+            for k, v in value.value:
+                if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                    start = v.start_mark.index
+                    env[k.value] = (v.value, _PStr(v.value, list(range(start, start + len(
+                        v.value))) if v.value else [], "${" in v.value))  # fmt: skip
         if isinstance(key, yaml.ScalarNode) and key.value == "MODEL_ARGS":
             args = value
             start = key.start_mark.index
@@ -1058,8 +1097,10 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
         pairs.append((flag, _PStr(raw, idx, unresolved)))
     notes = ["MODEL_ARGS values with ${...} are the test harness's variables: not resolved"] if \
         any(v is not None and v.unresolved for _, v in pairs) else []  # fmt: skip
-    return to_document(path, text, build(text, pairs, anchor, notes, {}), had_bom,
-                       "MODEL_ARGS holds no Megatron-LM arguments")  # fmt: skip
+    result = build(text, pairs, anchor, notes, {})
+    if result.flags:
+        _add_env(text, result, env)
+    return to_document(path, text, result, had_bom, "MODEL_ARGS holds no Megatron-LM arguments")
 
 
 # --- format detection --------------------------------------------------------------------------
