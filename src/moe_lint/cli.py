@@ -375,11 +375,13 @@ def _lint_arglist(
     words: list[str], catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any
 ) -> FileResult:
     """Lint a Megatron-LM argument list given on the command line (path ``<command line>``)."""
+    # Lazy: the Megatron-LM reader only for an argument list after --.
+    from moe_lint.config.load import mlm_document
     from moe_lint.config.mlm_args import parse_arglist
     from moe_lint.lint import lint_document
 
     try:
-        doc = parse_arglist(words)
+        doc = mlm_document(parse_arglist(words))
         return slim(_as_input_error(lint_document(doc, catalogue, settings, overrides,
                                                   cli_cluster)))  # fmt: skip
     except InputError as exc:

@@ -20,15 +20,19 @@ points at its ``--flag`` (file:line:col), through variables too.
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import yaml
+
 from moe_lint.bounds import MAX_BYTES, bounded_str, number_too_long
-from moe_lint.config.load import Document, Pos, Span, SpanMap
+from moe_lint.config.positions import Pos, Span
 from moe_lint.errors import InputError
 
 #: Characters one variable's value and one expanded command may grow to (an expansion
@@ -794,8 +798,6 @@ def _vars_world(reader: ShellReader) -> dict[str, str]:
 
 
 def _pos(text: str, index: int, line_starts: list[int]) -> Pos:
-    import bisect
-
     line = bisect.bisect_right(line_starts, index) - 1
     return Pos(line + 1, index - line_starts[line] + 1, index)
 
@@ -832,12 +834,17 @@ def _one(kind: str | None, raw: str) -> Any:
 @dataclass
 class MlmResult:
     data: dict[str, Any]
-    spans: SpanMap
+    spans: dict[tuple[str, ...], Span]
     flags: list[MlmFlag]
     defaults: dict[str, Any]
     unknown: set[str]
     notes: list[str]
     launcher: dict[str, str]
+    path: str = ""
+    text: str = ""
+    had_bom: bool = False
+    skip: str | None = None
+    form: str = FORM
 
 
 def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | None,
@@ -845,7 +852,7 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
     """The Bridge-shaped tree, spans and MLM defaults for the given flags."""
     table = flag_table()["flags"]
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    spans = SpanMap()
+    spans: dict[tuple[str, ...], Span] = {}
     data: dict[str, Any] = {}
     unknown: set[str] = set()
     flags: list[MlmFlag] = []
@@ -921,7 +928,8 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
     return MlmResult(data, spans, flags, defaults, unknown, notes, launcher)
 
 
-def _as_megatron_lm_does(data: dict[str, Any], spans: SpanMap, defaults: dict[str, Any],
+def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span],
+                         defaults: dict[str, Any],
                          given: dict[str, Any]) -> None:  # fmt: skip
     """What Megatron-LM does to the parsed args before the configs see them (core 0.19.2):
     ``validate_args`` takes a one-item load-balancing type / aux-loss list as its item, and
@@ -982,16 +990,14 @@ def _literal_at(text: str, flag: _PStr, value: _PStr) -> bool:
 
 def to_document(
     path: str, text: str, result: MlmResult, had_bom: bool = False, empty: str = ""
-) -> Document:
-    return Document(
-        path=path, text=text, data=result.data, spans=result.spans, had_bom=had_bom,
-        skip=None if result.flags else empty or SKIP_NO_COMMAND, form=FORM,
-        mlm_flags=result.flags, mlm_defaults=result.defaults, mlm_unknown=result.unknown,
-        mlm_notes=result.notes, launcher=result.launcher,
-    )  # fmt: skip
+) -> MlmResult:
+    """``result`` with where it came from; load.mlm_document makes the Document of it."""
+    result.path, result.text, result.had_bom = path, text, had_bom
+    result.skip = None if result.flags else empty or SKIP_NO_COMMAND
+    return result
 
 
-def parse_script(text: str, path: str, had_bom: bool = False) -> Document:
+def parse_script(text: str, path: str, had_bom: bool = False) -> MlmResult:
     parsed = read_script(text)
     result = build(text, parsed.flags, parsed.command, parsed.notes, parsed.launcher)
     if result.flags:
@@ -1017,11 +1023,9 @@ def _add_env(text: str, result: MlmResult, env: dict[str, tuple[Any, _PStr | Non
         result.data["env_vars"] = out
 
 
-def parse_arglist(words: list[str], path: str = "<command line>") -> Document:
+def parse_arglist(words: list[str], path: str = "<command line>") -> MlmResult:
     """A plain argument list (``moe-lint -- --tensor-model-parallel-size 4 ...``): the words
     are laid out on one line, so locations are columns of that line."""
-    import shlex
-
     pieces: list[_PStr] = []
     text = ""
     for w in words:
@@ -1038,11 +1042,9 @@ def parse_arglist(words: list[str], path: str = "<command line>") -> Document:
     return to_document(path, text, build(text, pairs, first, [], {}))
 
 
-def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> Document:
+def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> MlmResult:
     """A ``MODEL_ARGS:`` YAML argument file (Megatron-LM functional tests): ``--flag: value``,
     ``true`` for a switch that is given, ``false`` for one that is not."""
-    import yaml
-
     args = None
     anchor = None
     env: dict[str, tuple[Any, _PStr | None]] = {}
