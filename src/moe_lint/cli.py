@@ -361,11 +361,16 @@ def _report_fixes(
 
 def _mlm_words(ns: argparse.Namespace) -> list[str]:
     """``moe-lint [options] -- --tensor-model-parallel-size 4 ...``: the words after ``--``
-    are one Megatron-LM argument list when the first is a ``--flag`` (not an existing file);
-    they are taken out of ``ns.args``."""
+    are one Megatron-LM argument list when the first is a Megatron-LM ``--flag`` (and not an
+    existing file); they are taken out of ``ns.args``."""
     tail = getattr(ns, "after_dashes", None) or []
     if not tail or not tail[0].startswith("--") or os.path.exists(tail[0]):
         return []
+    # Lazy: the Megatron-LM flag table only for words after --.
+    from moe_lint.config.mlm_args import flag_table
+
+    if tail[0].split("=")[0] not in flag_table()["flags"]:
+        return []  # not a Megatron-LM flag: a file name like any other word after --
     ns.args = ns.args[: len(ns.args) - len(tail)]
     ns.arg_positions = ns.arg_positions[: len(ns.args)]
     return list(tail)
