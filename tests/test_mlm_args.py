@@ -147,8 +147,9 @@ def test_nothing_is_executed_and_unknowns_stay_unknown(tmp_path: Path) -> None:
     [
         "#!/bin/bash\npython pretrain_gpt.py --num-layers 'unterminated\n",
         "#!/bin/bash\nA=x\n" + "A=$A$A\n" * 40 + "python pretrain_gpt.py $A\n",
+        "#!/bin/bash\n" + 'A="$A --num-layers 1"\n' * 200_000 + "python pretrain_gpt.py $A\n",
     ],
-    ids=["unterminated-quote", "expansion-bomb"],
+    ids=["unterminated-quote", "expansion-bomb", "quadratic-growth"],
 )
 def test_bad_scripts_exit_2_with_one_line(text: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.sh"

@@ -38,6 +38,10 @@ from moe_lint.errors import InputError
 #: Characters one variable's value and one expanded command may grow to (an expansion
 #: doubling itself line after line stops here): bounds.MAX_BYTES.
 MAX_EXPANSION = MAX_BYTES
+#: Characters all expansions of one script may build together (a variable that grows line
+#: by line copies itself each time: this keeps the work linear in a bound, not quadratic).
+MAX_EXPANDED_TOTAL = 8 * MAX_BYTES
+_SPENT = [0]
 #: Words on one command line after expansion (real launch commands have a few hundred).
 MAX_WORDS = 100_000
 #: Flags kept from one input.
@@ -83,9 +87,15 @@ class _PStr:
         self.unresolved = unresolved
 
     def __add__(self, other: _PStr) -> _PStr:
-        if len(self.text) + len(other.text) > MAX_EXPANSION:
+        size = len(self.text) + len(other.text)
+        if size > MAX_EXPANSION:
             raise InputError(
                 f"variable expansion exceeds {MAX_EXPANSION:,} characters (bounds.MAX_BYTES)"
+            )
+        _SPENT[0] += size
+        if _SPENT[0] > MAX_EXPANDED_TOTAL:
+            raise InputError(
+                f"variable expansions build more than {MAX_EXPANDED_TOTAL:,} characters in all"
             )
         return _PStr(
             self.text + other.text, self.idx + other.idx, self.unresolved or other.unresolved
@@ -755,6 +765,7 @@ def _launcher_world(words: list[_PStr]) -> dict[str, str]:
 
 
 def read_script(text: str) -> Parsed:
+    _SPENT[0] = 0
     reader = ShellReader(text)
     try:
         reader.run()
