@@ -286,6 +286,7 @@ def parse_command_line(
     head, tail = (argv, []) if dashes is None else (argv[:dashes], argv[dashes + 1 :])
     ns = parser.parse_intermixed_args(head)
     ns.args = [*ns.args, *tail]
+    ns.after_dashes = tail
     if [argv[i] for i in indices] == ns.args:
         ns.arg_positions = [offset + i + 1 for i in indices]
     else:  # an option form the scan does not know: match the words in order instead
@@ -306,7 +307,8 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.config import user_cache as rulecache
 
         rulecache.disable()
-    files, overrides = _split_args(ns)
+    mlm_words = _mlm_words(ns)
+    files, overrides = _split_args(ns, allow_none=bool(mlm_words))
     settings, fmt_setting = _settings_for(ns)
     if ns.select is not None:
         settings.select = ns.select
@@ -377,6 +379,8 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
                 results.append(slim(_stdin_result(ns, catalogue, settings, overrides, cli_cluster)))
             else:
                 results.append(next(linted))
+    if mlm_words:
+        results.append(_lint_arglist(mlm_words, catalogue, settings, overrides, cli_cluster))
     if ns.diff:
         # Like `ruff --diff`: the diff is the output; exit 1 when something would change,
         # 2 when a file could not be linted (the others' diffs are still shown).
@@ -475,7 +479,41 @@ def _stdin_result(
     return converted
 
 
-def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
+def _mlm_words(ns: argparse.Namespace) -> list[str]:
+    """``moe-lint [options] -- --tensor-model-parallel-size 4 ...``: the words after ``--``
+    are one Megatron-LM argument list when the first is a Megatron-LM ``--flag`` (and not an
+    existing file); they are taken out of ``ns.args``."""
+    tail = getattr(ns, "after_dashes", None) or []
+    if not tail or not tail[0].startswith("--") or os.path.exists(tail[0]):
+        return []
+    # Lazy: the Megatron-LM flag table only for words after --.
+    from moe_lint.config.mlm_args import flag_table
+
+    if tail[0].split("=")[0] not in flag_table()["flags"]:
+        return []  # not a Megatron-LM flag: a file name like any other word after --
+    ns.args = ns.args[: len(ns.args) - len(tail)]
+    ns.arg_positions = ns.arg_positions[: len(ns.args)]
+    return list(tail)
+
+
+def _lint_arglist(
+    words: list[str], catalogue: Any, settings: Any, overrides: Any, cli_cluster: Any
+) -> FileResult:
+    """Lint a Megatron-LM argument list given on the command line (path ``<command line>``)."""
+    # Lazy: the Megatron-LM reader only for an argument list after --.
+    from moe_lint.config.load import mlm_document
+    from moe_lint.config.mlm_args import parse_arglist
+    from moe_lint.lint import lint_document
+
+    try:
+        doc = mlm_document(parse_arglist(words))
+        return slim(_as_input_error(lint_document(doc, catalogue, settings, overrides,
+                                                  cli_cluster)))  # fmt: skip
+    except InputError as exc:
+        return FileResult("<command line>", error=str(exc))
+
+
+def _split_args(ns: argparse.Namespace, allow_none: bool = False) -> tuple[list[str], list[Any]]:
     """Config files and Hydra-style overrides, in any order (an existing file wins over a name
     that looks like an override); the overrides apply to every file, in the order given."""
     files: list[str] = []
@@ -492,7 +530,7 @@ def _split_args(ns: argparse.Namespace) -> tuple[list[str], list[Any]]:
             files.append(arg)
     if not files and getattr(ns, "stdin_filename", None) is not None:
         files.append(STDIN)  # like ruff: --stdin-filename alone reads stdin
-    if not files:
+    if not files and not allow_none:
         raise UsageError("no config files given (try `moe-lint examples/<file>.yaml`)")
     return files, overrides
 

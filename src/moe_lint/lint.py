@@ -66,13 +66,22 @@ def as_input_error(result: FileResult) -> FileResult:
     return result
 
 
-def resolve_settings(path: str, doc_text: str, base: Settings, cli: dict[str, object]) -> Settings:
-    """pyproject (+ per-file globs) < in-file directive < CLI; with no model from any of them,
-    an HF ``config.json`` beside the file gives the model (settings.beside_config)."""
+def resolve_settings(
+    path: str,
+    doc_text: str,
+    base: Settings,
+    cli: dict[str, object],
+    launcher: dict[str, str] | None = None,
+) -> Settings:
+    """pyproject (+ per-file globs) < the launch command's world (a Megatron-LM script's
+    ``torchrun --nproc_per_node N --nnodes M``) < in-file directive < CLI; with no model from
+    any of them, an HF ``config.json`` beside the file gives the model (settings.beside_config)."""
     settings = base
     for glob, values in base.per_file.items():
         if glob_match(path, glob, base.base_dir):
             settings = apply_cluster(settings, values, f"per-file {glob}", base.base_dir)
+    if launcher:
+        settings = apply_cluster(settings, dict(launcher), f"{path}: launch command")
     directives = parse_directives(doc_text, path)
     if directives:
         settings = apply_cluster(settings, directives, f"{path}: directive", Path(path).parent)
@@ -116,7 +125,7 @@ def prepare(
 ) -> tuple[Config, Facts, Settings]:
     """Settings for the file, the normalized config and its derived facts (raises
     NotBridgeConfig for YAML that is not a Bridge config)."""
-    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster)
+    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster, doc.launcher)
     preset = preset_fields(file_settings.model) if file_settings.model else None
     oracle = None
     if overrides:

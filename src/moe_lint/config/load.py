@@ -14,7 +14,7 @@ import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
@@ -28,6 +28,8 @@ from moe_lint.bounds import (
     number_too_long,
 )
 from moe_lint.config.forms import NotBridgeConfig, detect_root
+from moe_lint.config.positions import Pos as Pos
+from moe_lint.config.positions import Span as Span
 from moe_lint.errors import InputError
 
 
@@ -42,45 +44,6 @@ _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 PathKey = str | int
 ConfigPath = tuple[PathKey, ...]
-
-
-class Pos:
-    """A 1-based line/column plus the 0-based character index into the decoded text.
-
-    A plain class (not a NamedTuple, whose ``index`` method the field would shadow).
-    """
-
-    __slots__ = ("column", "index", "line")
-
-    def __init__(self, line: int, column: int, index: int) -> None:
-        self.line = line
-        self.column = column
-        self.index = index
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Pos) and (self.line, self.column, self.index) == (
-            other.line, other.column, other.index)  # fmt: skip
-
-    def __hash__(self) -> int:
-        return hash((self.line, self.column, self.index))
-
-    def __repr__(self) -> str:
-        return f"Pos(line={self.line}, column={self.column}, index={self.index})"
-
-
-class Span(NamedTuple):
-    """Where one config entry sits: its key (absent for list items) and its value."""
-
-    key_start: Pos | None
-    key_end: Pos | None
-    value_start: Pos
-    value_end: Pos
-    #: True when the value is a plain or quoted scalar whose text can be replaced in place.
-    scalar: bool
-    #: YAML scalar style ('' plain, "'" or '"' quoted, '|' / '>' block) for faithful rewrites.
-    style: str | None = None
-    #: For mappings and sequences: True when written in flow style ({...} / [...]).
-    flow: bool = False
 
 
 @dataclass
@@ -101,6 +64,17 @@ class Document:
     fix_refusals: dict[ConfigPath, str] = field(default_factory=dict)
     #: Paths whose key only a merge key (``<<``) brought in: written in the merged mapping.
     merged: set[ConfigPath] = field(default_factory=set)
+    #: The input's form when it is not Bridge YAML: "megatron-lm" for a launch script, a
+    #: MODEL_ARGS file or an argument list (moe_lint.config.mlm_args); None for YAML.
+    form: str | None = None
+    #: Megatron-LM input only: its flags (mlm_args.MlmFlag) in order, Megatron-LM's defaults
+    #: for the mapped paths no flag sets, paths whose value is unresolved ($VAR, $(...)),
+    #: what the reader could not expand, and the launcher's world (nodes, gpus-per-node).
+    mlm_flags: list[Any] | None = None
+    mlm_defaults: dict[str, Any] = field(default_factory=dict)
+    mlm_unknown: set[str] = field(default_factory=set)
+    mlm_notes: list[str] = field(default_factory=list)
+    launcher: dict[str, str] = field(default_factory=dict)
 
     @property
     def lines(self) -> list[str]:
@@ -501,7 +475,16 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     the core schema, or that does not parse (then the keys written at column 0 are tested).
     A file that passes the test is held to Bridge's loader (OmegaConf.load: one YAML
     document, core tags): anything else is an input error (exit 2).
+
+    Megatron-LM input is told by its content (config/mlm_args.py): a shell launch script (a
+    shebang, a ``.sh`` name, ``--flag`` tokens in shell text) or a ``MODEL_ARGS:`` argument
+    file.
     """
+    # Lazy: the Megatron-LM reader only for Megatron-LM input.
+    from moe_lint.config import mlm_args
+
+    if mlm_args.looks_like_script(text, path):
+        return mlm_document(mlm_args.parse_script(text, path, had_bom))
     try:
         nodes = compose(text)
     except yaml.YAMLError as exc:
@@ -535,6 +518,8 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
         return _skipped(path, text, had_bom, "top level is a list, not a Megatron Bridge config")
     if not isinstance(node, yaml.MappingNode):
         return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
+    if any(isinstance(k, yaml.ScalarNode) and k.value == "MODEL_ARGS" for k, _ in node.value):
+        return mlm_document(mlm_args.parse_model_args(text, path, node, had_bom))
     builder = _Builder()
     try:
         data = builder.build(node, (), 0, set())
@@ -553,6 +538,16 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
         duplicates=builder.duplicates,
         merged=builder.merged,
     )
+
+
+def mlm_document(result: Any) -> Document:
+    """The Document of Megatron-LM input read by config/mlm_args.py (an ``MlmResult``)."""
+    return Document(
+        path=result.path, text=result.text, data=result.data, spans=SpanMap(result.spans),
+        had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
+        mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
+        launcher=result.launcher,
+    )  # fmt: skip
 
 
 def _file_kind(mode: int) -> str:

@@ -290,7 +290,7 @@ def normalize(
     """Build the :class:`Config` Bridge would run from a loaded document."""
     if doc.skip is not None:
         raise NotBridgeConfig(doc.skip)
-    root, form = detect_root(doc.data)
+    root, form = ((), doc.form) if doc.form == "megatron-lm" else detect_root(doc.data)
     raw_root: Any = doc.data
     for part in root:
         raw_root = raw_root[part]
@@ -353,6 +353,8 @@ def normalize(
             else:
                 cfg.origin[dotted] = "default"
             cfg.values[dotted] = value
+    if form == "megatron-lm":
+        _megatron_lm_defaults(cfg, doc, override_paths)
     _check_bounds(cfg)
     if preset:
         # Untyped architecture fields (window_size, softmax_type, ...) come from the preset too.
@@ -364,6 +366,37 @@ def normalize(
                 cfg.origin[dotted] = "preset"
     _apply_framework_rules(cfg)
     return cfg
+
+
+def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) -> None:
+    """Megatron-LM input: no recipe decides anything, so a field no flag sets has Megatron-LM's
+    own argparse default (data/mlm_flags.json), not Bridge's; what Megatron-LM's
+    ``validate_args`` then derives for the fields the rules read is applied here too."""
+    for dotted, default in doc.mlm_defaults.items():
+        if cfg.origin.get(dotted) in ("file", "override", "preset") or dotted in override_paths:
+            continue
+        section, _, key = dotted.partition(".")
+        if default is None and fields.is_recipe_field(section, key):
+            continue  # a size Megatron-LM needs given (num_layers, hidden_size): not stated
+        cfg.values[dotted] = default
+        cfg.origin[dotted] = "default"
+        cfg.unknown.discard(dotted)
+    for dotted in doc.mlm_unknown:
+        if cfg.origin.get(dotted) != "override":
+            cfg.values.pop(dotted, None)
+            cfg.unknown.add(dotted)
+            cfg.notes[dotted] = "the script's value is not resolved (a variable it does not set)"
+    v = cfg.values
+    tp = v.get("model.tensor_model_parallel_size")
+    # megatron/training/arguments.py::validate_args (core 0.19.2): ETP defaults to TP, and
+    # sequence parallelism is switched off at TP=1.
+    etp_unset = "model.expert_tensor_parallel_size" not in cfg.unknown
+    if v.get("model.expert_tensor_parallel_size") is None and isinstance(tp, int) and etp_unset:
+        _set(cfg, "model.expert_tensor_parallel_size", tp,
+                 f"ETP unset -> TP={tp} (Megatron-LM validate_args)")  # fmt: skip
+    if tp == 1 and v.get("model.sequence_parallel"):
+        _set(cfg, "model.sequence_parallel", False,
+             "sequence_parallel with TP=1 -> false (Megatron-LM validate_args)")  # fmt: skip
 
 
 def _set(cfg: Config, dotted: str, value: Any, note: str) -> None:

@@ -147,6 +147,8 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     :func:`_insert_edit`. Nothing is edited through an alias, an anchor or a merge key
     (:func:`_not_owned`): the reason is kept in ``doc.fix_refusals`` for --fix to report.
     """
+    if doc.form == "megatron-lm":
+        return _mlm_value_edit(doc, path, value)
     text = doc.text
     span = doc.spans.get(path)
     if span is not None:
@@ -174,6 +176,33 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     if _refuse(doc, ancestor):
         return None
     return _insert_edit(doc, ancestor, missing, value)
+
+
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_.+\-/:,]+$")
+
+
+def _mlm_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
+    """A Megatron-LM script or argument file: only a plain literal written right after its
+    ``--flag`` is replaced; anything else is left to the user (doc.fix_refusals says why)."""
+    span = doc.spans.get(path)
+    flag = doc.text[span.key_start.index : span.key_end.index] if span and span.key_start else ""
+    why = None
+    if doc.path == "<command line>":
+        why = "arguments given on the command line are not a file: change the argument"
+    elif span is None or not flag.startswith("--"):
+        why = f"no --flag sets {format_path(path)}: add it to the command line by hand"
+    elif isinstance(value, bool) or value is None or isinstance(value, list | dict):
+        why = f"{flag} is a switch or a list: edit the command line by hand"
+    elif not span.scalar:
+        why = (f"{flag}'s value is not a plain literal written after it (a variable or an "
+               "expansion): edit the script by hand")  # fmt: skip
+    elif not _SHELL_SAFE.match(str(value)):
+        why = f"{flag}: the new value would need shell quoting: edit the script by hand"
+    if why is not None:
+        doc.fix_refusals[path] = why
+        return None
+    assert span is not None
+    return _edit(doc.text, span.value_start.index, span.value_end.index, str(value))
 
 
 def _append_section(doc: Document, missing: ConfigPath, value: Any) -> Edit | None:
@@ -322,6 +351,9 @@ def _replace_target_node(doc: Document, path: ConfigPath, span: Any, value: Any)
 
 def replace_item_edit(doc: Document, path: ConfigPath, new_text: str) -> Edit | None:
     """Replace one scalar (e.g. a list item) keeping its quoting style."""
+    if doc.form == "megatron-lm":
+        doc.fix_refusals[path] = "a list on a Megatron-LM command line: edit it by hand"
+        return None
     span = doc.spans.get(path)
     if span is None or not span.scalar or _refuse(doc, path):
         return None
@@ -337,6 +369,9 @@ def remove_item_edit(doc: Document, path: ConfigPath) -> Edit | None:
     line also holds a comment.
     """
     if not path or not isinstance(path[-1], int):
+        return None
+    if doc.form == "megatron-lm":
+        doc.fix_refusals[path] = "a list on a Megatron-LM command line: edit it by hand"
         return None
     parent, index = doc.spans.get(path[:-1]), path[-1]
     item = doc.spans.get(path)

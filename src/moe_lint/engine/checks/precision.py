@@ -79,6 +79,8 @@ def precision_view(cfg: Config) -> PrecisionView:
     if mp is UNKNOWN:
         if cfg.form == "full-dump":
             return PrecisionView("null", "no mixed_precision")
+        if cfg.form == "megatron-lm":  # no recipe: the flags are the precision settings
+            return PrecisionView("null", "Megatron-LM's precision flags")
         return PrecisionView("absent", "the recipe's mixed_precision")
     if mp is None:
         return PrecisionView("null", "mixed_precision: null")
