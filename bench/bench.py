@@ -550,7 +550,7 @@ from moe_lint.config.load import load_file
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.settings import Settings
 from moe_lint.engine.catalogue import load_catalogue
-from moe_lint.lint import lint_document, prepare
+from moe_lint.linting import lint_document, prepare
 dumps = Path("tests/data/corpus/bridge-full-dumps")
 lines = (l for l in open(dumps / "VERDICTS.tsv") if not l.startswith("#"))
 rows = [r for r in csv.DictReader(lines, delimiter="\t") if r["verdict"] == "ok"]

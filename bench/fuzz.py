@@ -17,7 +17,7 @@ and applies 1-4 mutations:
   strings, lists, mappings, null, booleans, sexagesimal ``1:0:0``, YAML 1.1 octal/hex forms),
   add an anchor/alias pair, add a suppression or directive comment, wrap in ``ConfigContainer:``.
 
-Each case goes through ``moe_lint.lint.lint_text`` (and, for one case in ``--fix-every``,
+Each case goes through ``moe_lint.linting.lint_text`` (and, for one case in ``--fix-every``,
 through ``moe_lint.output.fix.run_fixes``). A case fails when:
 
 - anything but ``UsageError`` naming the file escapes (a crash);
@@ -216,7 +216,7 @@ def check_case(
     """The failure of one case (the file's bytes, decoded as ``load_file`` does), or None."""
     from moe_lint.config.load import decode
     from moe_lint.errors import InputError, UsageError
-    from moe_lint.lint import FileResult, lint_text
+    from moe_lint.linting import FileResult, lint_text
 
     try:
         text, _ = decode(raw, "fuzz.yaml")

@@ -16,7 +16,7 @@ import pytest
 from moe_lint.config.settings import Settings
 from moe_lint.engine.catalogue import Catalogue, load_catalogue
 from moe_lint.engine.findings import Finding
-from moe_lint.lint import FileResult, lint_text
+from moe_lint.linting import FileResult, lint_text
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"

@@ -22,7 +22,7 @@ from moe_lint.config import bridge_classes
 from moe_lint.config.settings import Settings, load_pyproject
 from moe_lint.engine.catalogue import Catalogue
 from moe_lint.errors import UsageError
-from moe_lint.lint import lint_text
+from moe_lint.linting import lint_text
 
 DUMPS = sorted((CORPUS / "bridge-full-dumps").glob("*.yaml"))
 GPT = "megatron.bridge.models.gpt_provider.GPTModelProvider"

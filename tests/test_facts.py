@@ -24,7 +24,7 @@ from moe_lint.config.overrides import parse_override
 from moe_lint.config.settings import Settings
 from moe_lint.engine.catalogue import Catalogue, field_exists, load_pack
 from moe_lint.errors import InputError, RulePackError
-from moe_lint.lint import prepare
+from moe_lint.linting import prepare
 
 SRC = REPO / "src" / "moe_lint"
 

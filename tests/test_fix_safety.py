@@ -166,7 +166,7 @@ def test_fix_on_clean_file_does_not_relint(
 ) -> None:
     """--fix on a file with nothing to fix lints it once, like a plain run: no re-lint."""
     import moe_lint.cli
-    from moe_lint.lint import lint_text as real
+    from moe_lint.linting import lint_text as real
 
     calls: list[str] = []
 
@@ -264,7 +264,7 @@ def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
 def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
     """Every corpus file, with its cluster (tools/corpus_report.py): fixing adds no error."""
     from moe_lint.config.settings import Settings
-    from moe_lint.lint import lint_text
+    from moe_lint.linting import lint_text
 
     files = load_tool("corpus_report").corpus_files()
     assert len(files) > 150

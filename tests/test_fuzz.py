@@ -73,7 +73,7 @@ from moe_lint.config.settings import Settings
 from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.suppress import SUPPRESSION_CHECKS
 from moe_lint.errors import UsageError
-from moe_lint.lint import lint_text
+from moe_lint.linting import lint_text
 
 CATALOGUE = load_catalogue(plugins=False)
 FINDINGS_SCHEMA = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))

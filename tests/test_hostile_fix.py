@@ -202,7 +202,7 @@ def test_diff_on_read_only_file_still_shows_the_fix(tmp_path: Path) -> None:
 def _during_relint(monkeypatch: pytest.MonkeyPatch, action: Any) -> None:
     """Run ``action`` when --fix re-lints the fixed text, i.e. after the file was read."""
     import moe_lint.cli
-    from moe_lint.lint import lint_text as real
+    from moe_lint.linting import lint_text as real
 
     def relint(*args: Any, **kwargs: Any) -> Any:
         action()

@@ -106,7 +106,7 @@ def test_memory_estimate_builds(point: dict[str, Any]) -> None:
     from moe_lint.config.load import load_file
     from moe_lint.config.memory_settings import memory_settings
     from moe_lint.config.settings import GPU_ALIASES, Settings
-    from moe_lint.lint import prepare
+    from moe_lint.linting import prepare
 
     _skip_without_preset(point)
     path = POINTS_DIR / point["file"]

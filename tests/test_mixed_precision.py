@@ -105,7 +105,7 @@ def test_normalize_reads_the_same_table(catalogue: Catalogue, recipe: str, fp8_r
     assert not [f for f in result.findings if f.code == "SCH002"], result.findings
     from moe_lint.config.load import parse_text
     from moe_lint.config.settings import Settings
-    from moe_lint.lint import prepare
+    from moe_lint.linting import prepare
 
     cfg, _, _ = prepare(parse_text(f"mixed_precision: {recipe}\n"), Settings(), [], {})
     assert cfg.values["model.fp8_recipe"] == fp8_recipe

@@ -29,7 +29,7 @@ from moe_lint.config import user_cache as rulecache
 from moe_lint.config.settings import Settings
 from moe_lint.engine import catalogue
 from moe_lint.engine.catalogue import load_catalogue
-from moe_lint.lint import lint_path
+from moe_lint.linting import lint_path
 
 EXAMPLE = REPO / "examples" / "dsv3_128k_h100.yaml"
 BROKEN = REPO / "examples" / "dsv3_128k_h100_broken.yaml"

@@ -40,7 +40,7 @@ def corpus_files() -> list[tuple[Path, dict[str, object]]]:
 def build_report() -> str:
     from moe_lint.config.settings import Settings
     from moe_lint.engine.catalogue import load_catalogue
-    from moe_lint.lint import lint_path
+    from moe_lint.linting import lint_path
 
     catalogue = load_catalogue(plugins=False)
     by_rule: dict[str, list[str]] = defaultdict(list)

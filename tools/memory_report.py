@@ -36,7 +36,7 @@ from moe_lint.config.memory_settings import (  # noqa: E402
     MemorySettings,
 )
 from moe_lint.config.settings import Settings  # noqa: E402
-from moe_lint.lint import prepare  # noqa: E402
+from moe_lint.linting import prepare  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _generated import write_or_check  # noqa: E402

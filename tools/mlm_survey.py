@@ -23,7 +23,7 @@ def main() -> int:
     from moe_lint.cli import _as_input_error
     from moe_lint.config.settings import Settings
     from moe_lint.engine.catalogue import load_catalogue
-    from moe_lint.lint import lint_path
+    from moe_lint.linting import lint_path
 
     catalogue = load_catalogue()
     cluster = {"gpus": ns.gpus} if ns.gpus else {}

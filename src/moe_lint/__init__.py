@@ -6,8 +6,6 @@ The Python API (README "Python API"): ``moe_lint.lint(config, ...)`` -> ``list[F
 use (PEP 562), so ``import moe_lint`` and the CLI's start-up import nothing more.
 """
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -55,17 +53,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
-
-
-class _Package(types.ModuleType):
-    """The package module: importing the submodule ``moe_lint.lint`` (the data path) binds it
-    as the package's attribute ``lint``, which would hide the function ``moe_lint.lint``; the
-    submodule stays in ``sys.modules`` and ``from moe_lint.lint import ...`` works as ever."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "lint" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -2,7 +2,7 @@
 
 A launcher checks a config before it submits the job, with the findings ``moe-lint FILE``
 reports and the memory verdict ``moe-lint estimate FILE`` gives, without a subprocess. The
-functions run the CLI's data path (:mod:`moe_lint.lint`) on one config and return typed,
+functions run the CLI's data path (:mod:`moe_lint.linting`) on one config and return typed,
 frozen records; they never print, never exit, never read ``sys.argv`` or the environment's
 pyproject.toml unless given one, install no signal handler and start no process.
 
@@ -47,7 +47,7 @@ from moe_lint.config.settings import Settings, apply_cluster, load_pyproject, se
 from moe_lint.engine.catalogue import Catalogue, load_catalogue
 from moe_lint.engine.findings import Finding as _EngineFinding
 from moe_lint.errors import InputError, NotAConfigError, UsageError
-from moe_lint.lint import as_input_error, lint_document, prepare
+from moe_lint.linting import as_input_error, lint_document, prepare
 
 Severity = Literal["error", "warning", "info"]
 Applicability = Literal["safe", "unsafe", "display-only"]

@@ -35,8 +35,8 @@ from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.files import STDIN, Target, excluder_for, expand, read_stdin
-from moe_lint.lint import FileResult, lint_document, lint_text, prepare, slim
-from moe_lint.lint import as_input_error as _as_input_error
+from moe_lint.linting import FileResult, lint_document, lint_text, prepare, slim
+from moe_lint.linting import as_input_error as _as_input_error
 from moe_lint.output import escape
 from moe_lint.output import text as report
 from moe_lint.output.escape import line
@@ -503,7 +503,7 @@ def _lint_arglist(
     # Lazy: the Megatron-LM reader only for an argument list after --.
     from moe_lint.config.load import mlm_document
     from moe_lint.config.mlm_args import parse_arglist
-    from moe_lint.lint import lint_document
+    from moe_lint.linting import lint_document
 
     try:
         doc = mlm_document(parse_arglist(words))

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from moe_lint.errors import RulePackError, UsageError
-from moe_lint.lint import FileResult, lint_path, slim
+from moe_lint.linting import FileResult, lint_path, slim
 
 #: Below this many files one process is faster than starting workers.
 MIN_FILES = 48
