@@ -1,0 +1,259 @@
+"""Megatron-LM flag lists (data/mlm_flags.json) and the MLM rules' checks (engine/checks/mlm.py).
+
+The checks read ``doc.mlm_flags`` of a config whose ``form`` is ``"megatron-lm"``. Until the
+Megatron-LM parser (config/mlm_args.py) is on this branch, a stand-in builds that document the
+way the parser describes it: MlmFlag(name with dashes, raw value text or None, span of the
+``--flag`` token). With the parser present, the same checks run on its MlmFlag.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import pytest
+
+from conftest import load_tool
+from moe_lint.config import mlm_flags
+from moe_lint.config.load import Pos, Span
+from moe_lint.config.settings import Settings
+from moe_lint.config.versions import parse_version
+from moe_lint.engine.checks import mlm
+from moe_lint.engine.evaluate import Context
+
+MIRROR = Path("/work/.mirror/NVIDIA+Megatron-LM/repo")
+
+
+class _StandInFlag(NamedTuple):
+    name: str
+    value: str | None
+    span: Span
+
+
+if importlib.util.find_spec("moe_lint.config.mlm_args") is not None:  # pragma: no cover
+    from moe_lint.config.mlm_args import MlmFlag as _Flag
+else:
+    _Flag = _StandInFlag  # type: ignore[assignment,misc]
+
+
+def _span(line: int, col: int, length: int) -> Span:
+    start, end = Pos(line, col, 0), Pos(line, col + length, length)
+    return Span(start, end, end, end, True)
+
+
+def _ctx(argv: str, *, form: str = "megatron-lm", **versions: str) -> Context:
+    """A Megatron-LM command line, one flag (and its value) per line starting at line 1."""
+    flags: list[Any] = []
+    for line, text in enumerate(argv.strip().splitlines(), start=1):
+        name, _, value = text.strip().partition(" ")
+        flags.append(_Flag(name, value or None, _span(line, 3, len(name))))
+    settings = Settings(
+        versions={k.replace("_", "-"): parse_version(v) for k, v in versions.items()}
+    )
+    config = SimpleNamespace(form=form, doc=SimpleNamespace(mlm_flags=flags, path="train.sh"))
+    return Context(config=config, facts=None, settings=settings)  # type: ignore[arg-type]
+
+
+def _problems(check: Any, ctx: Context) -> list[str]:
+    return [v.params.get("problem") or v.params["why"] for v in check(ctx)]
+
+
+# -- the flag lists ---------------------------------------------------------------------------
+
+
+def test_release_for_picks_the_newest_release_at_or_below() -> None:
+    assert mlm_flags.release_for(parse_version("0.19.2")) == "0.19.0"  # wheel == core_v0.19.0
+    assert mlm_flags.release_for(parse_version("0.15.9")) == "0.15.3"
+    assert mlm_flags.release_for(parse_version("0.14.0")) == "0.14.0"
+    assert mlm_flags.release_for(parse_version("0.13.1")) is None
+    assert mlm_flags.releases()[0] == "0.14.0"
+
+
+def test_releases_differ_where_the_source_does() -> None:
+    # --qk-clip came with core_v0.16.0 (ArgumentGroupFactory over TransformerConfig); the
+    # retro flags left with it; the parallel sizes are in every release.
+    assert "--qk-clip" not in mlm_flags.flags_of("0.15.3")
+    assert "--qk-clip" in mlm_flags.flags_of("0.16.0")
+    assert "--retro-add-retriever" in mlm_flags.flags_of("0.15.3")
+    assert "--retro-add-retriever" not in mlm_flags.flags_of("0.19.0")
+    for release in mlm_flags.releases():
+        assert "--tensor-model-parallel-size" in mlm_flags.flags_of(release)
+    counts = [len(mlm_flags.flags_of(r)) for r in mlm_flags.releases()]
+    assert counts[0] > 400 and counts[-1] > counts[0]
+
+
+def test_factory_flags_follow_argument_group_factory() -> None:
+    # A bool field defaulting to True gets --no-/--disable- (store_false on the field's dest).
+    flags = mlm_flags.flags_of("0.19.0")
+    info = flags["--qk-clip-alpha"]
+    assert (info.dest, info.type, info.default) == ("qk_clip_alpha", "float", 0.5)
+    assert flags["--use-torch-fsdp2"].action == "store_true"
+    grad = flags["--no-gradient-accumulation-fusion"]
+    assert (grad.dest, grad.action) == ("gradient_accumulation_fusion", "store_false")
+
+
+def test_mlm_args_replays_argparse() -> None:
+    ctx = _ctx(
+        """
+        --tensor-model-parallel-size 2
+        --tensor-model-parallel-size 4
+        --no-gradient-accumulation-fusion
+        --ckpt-format=torch
+        --pipeline-model-parallel-size $PP
+        """
+    )
+    args = mlm_flags.MlmArgs("0.19.0", ctx.config.doc.mlm_flags)
+    assert args["tensor_model_parallel_size"] == 4  # the last one wins
+    assert args["gradient_accumulation_fusion"] is False
+    assert args["ckpt_format"] == "torch"
+    assert args["pipeline_model_parallel_size"] is mlm_flags.UNSET
+    assert args["expert_model_parallel_size"] == 1  # the release's default
+    assert args["use_torch_fsdp2"] is False
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="needs the NVIDIA/Megatron-LM git mirror")
+def test_generated_flag_lists_are_current() -> None:
+    # Not in tools/regenerate.py: the generator reads the git mirror, which a clone lacks.
+    generator = load_tool("gen_mlm_flags")
+    assert generator.main(["--mirror", str(MIRROR), "--check"]) == 0
+
+
+# -- MLM001 -----------------------------------------------------------------------------------
+
+
+def test_unknown_flag_suggests_and_is_located_at_the_flag() -> None:
+    ctx = _ctx(
+        "--tensor-model-parallel-size 2\n--moe-router-topk-typo 8\n--tensor-model-paralel-size 2"
+    )
+    found = list(mlm.unknown_flags(ctx))
+    assert [v.params["flag"] for v in found] == [
+        "--moe-router-topk-typo",
+        "--tensor-model-paralel-size",
+    ]
+    assert found[1].params["why"] == "did you mean --tensor-model-parallel-size?"
+    assert found[1].at == (3, 3)
+    assert found[1].params["release"] == "0.19.0"  # newest release when none is stated
+
+
+def test_flag_of_a_newer_or_older_release_says_so() -> None:
+    old = list(mlm.unknown_flags(_ctx("--qk-clip", megatron_core="0.15.1")))
+    assert [v.params["why"] for v in old] == ["was added in Megatron-LM 0.16.0"]
+    assert list(mlm.unknown_flags(_ctx("--qk-clip", megatron_core="0.16.0"))) == []
+    gone = list(mlm.unknown_flags(_ctx("--retro-add-retriever")))
+    assert [v.params["why"] for v in gone] == ["was removed after Megatron-LM 0.15.3"]
+
+
+def test_mlm_rules_ignore_other_input() -> None:
+    ctx = _ctx(
+        "--tensor-model-paralel-size 2\n--use-torch-fsdp2\n--pipeline-model-parallel-size 2",
+        form="override",
+    )
+    assert list(mlm.unknown_flags(ctx)) == []
+    assert list(mlm.torch_fsdp2(ctx)) == []
+    assert list(mlm.unknown_flags(_ctx("--foo-bar", megatron_core="0.13.0"))) == []
+
+
+# -- MLM002 torch FSDP2 ------------------------------------------------------------------------
+
+_FSDP2_OK = """
+--use-torch-fsdp2
+--no-gradient-accumulation-fusion
+--untie-embeddings-and-output-weights
+--bf16
+"""
+
+
+def test_torch_fsdp2_passes_when_every_assert_holds() -> None:
+    assert _problems(mlm.torch_fsdp2, _ctx(_FSDP2_OK)) == []
+
+
+def test_torch_fsdp2_reports_each_assert_with_its_message() -> None:
+    ctx = _ctx(
+        "--use-torch-fsdp2\n--pipeline-model-parallel-size 2\n--expert-model-parallel-size 8\n"
+        "--use-distributed-optimizer\n--ckpt-format torch\n--fp16"
+    )
+    assert _problems(mlm.torch_fsdp2, ctx) == [
+        "--use-torch-fsdp2 is not supported with pipeline parallelism",
+        "--use-torch-fsdp2 is not supported with expert parallelism",
+        "--use-torch-fsdp2 is not supported with MCore's distributed optimizer",
+        "--use-torch-fsdp2 is not supported with gradient accumulation fusion",
+        "--use-torch-fsdp2 requires --ckpt-format torch_dist or torch_dcp",
+        "--use-torch-fsdp2 requires --untie-embeddings-and-output-weights",
+        "--use-torch-fsdp2 not supported with fp16 yet",
+    ]
+    assert {v.at for v in mlm.torch_fsdp2(ctx)} == {(1, 3)}
+
+
+def test_torch_fsdp2_messages_are_the_sources() -> None:
+    source = (Path(__file__).parent / "data" / "mlm" / "validate_args_excerpt.txt").read_text()
+    for argv in (
+        "--use-torch-fsdp2\n--pipeline-model-parallel-size 2\n--fp16\n--ckpt-format torch",
+        "--overlap-param-gather-with-optimizer-step",
+        "--qk-clip\n--qk-clip-alpha 2\n--qk-clip-threshold 0",
+    ):
+        ctx = _ctx(argv, transformer_engine="2.8")
+        checks = (mlm.torch_fsdp2, mlm.overlap_param_gather_with_optimizer_step, mlm.qk_clip)
+        for check in checks:
+            for problem in _problems(check, ctx):
+                assert f"'{problem}'" in source or f'"{problem}"' in source, problem
+
+
+# -- MLM003 overlap_param_gather_with_optimizer_step -------------------------------------------
+
+_OPG_OK = """
+--use-distributed-optimizer
+--overlap-grad-reduce
+--overlap-param-gather
+--overlap-param-gather-with-optimizer-step
+--pipeline-model-parallel-size 4
+--num-virtual-stages-per-pipeline-rank 2
+--ckpt-format torch
+"""
+
+
+def test_overlap_param_gather_with_optimizer_step_prerequisites() -> None:
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, _ctx(_OPG_OK)) == []
+    bare = _ctx("--overlap-param-gather-with-optimizer-step\n--pipeline-model-parallel-size 4")
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, bare) == [
+        "--overlap-param-gather-with-optimizer-step only supported with distributed optimizer",
+        "Must use --overlap-param-gather-with-optimizer-step with --overlap-param-gather",
+        "--overlap-param-gather-with-optimizer-step only supported with interleaved pipeline "
+        "parallelism",
+        "--overlap-param-gather-with-optimizer-step not supported with distributed "
+        "checkpointing yet",
+    ]
+    one_stage = _ctx(_OPG_OK.replace("rank 2", "rank 1"))
+    assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, one_stage)) == 1
+    # A layout decides the virtual size where it is parsed: not re-derived, so silent.
+    layout = _ctx(
+        _OPG_OK.replace(
+            "--num-virtual-stages-per-pipeline-rank 2",
+            "--pipeline-model-parallel-layout Et*4|t*4|t*4|t*4L",
+        )
+    )
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, layout) == []
+
+
+def test_checkpoint_args_replace_the_command_line() -> None:
+    ctx = _ctx("--overlap-param-gather-with-optimizer-step\n--use-checkpoint-args")
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, ctx) == []
+
+
+# -- MLM004 qk_clip ------------------------------------------------------------------------------
+
+
+def test_qk_clip_ranges_and_te_version() -> None:
+    assert _problems(mlm.qk_clip, _ctx("--qk-clip")) == []  # alpha 0.5, threshold 100
+    bad = _ctx("--qk-clip\n--qk-clip-alpha 1.5\n--qk-clip-threshold 0")
+    assert _problems(mlm.qk_clip, bad) == [
+        "--qk-clip-alpha must be between 0.0 and 1.0 when using --qk-clip.",
+        "--qk-clip-threshold must be greater than 0 when using --qk-clip.",
+    ]
+    assert [v.at for v in mlm.qk_clip(bad)] == [(2, 3), (3, 3)]
+    old_te = _ctx("--qk-clip\n--log-max-attention-logit", transformer_engine="2.8")
+    assert _problems(mlm.qk_clip, old_te) == [
+        "--log-max-attention-logit is only supported with TE >= 2.9.0.",
+        "--qk-clip is only supported with TE >= 2.9.0.",
+    ]
