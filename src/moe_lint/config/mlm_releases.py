@@ -1,6 +1,6 @@
 """The command-line flags of each released Megatron-LM, and the arguments a flag list gives.
 
-``data/mlm_flags.json`` (tools/gen_mlm_flags.py, read statically from
+``data/mlm_releases.json`` (tools/gen_mlm_releases.py, read statically from
 ``megatron/training/arguments.py`` of every ``core_vX.Y.Z`` tag) lists each flag with the
 releases that have it and its argparse attributes (dest, action, type, default, choices).
 
@@ -40,7 +40,7 @@ class FlagInfo(NamedTuple):
 
 @cache
 def _table() -> dict[str, Any]:
-    text = resources.files("moe_lint.data").joinpath("mlm_flags.json").read_text("utf-8")
+    text = resources.files("moe_lint.data").joinpath("mlm_releases.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 
@@ -114,29 +114,36 @@ def _convert(info: FlagInfo, text: str | None) -> Any:
 class MlmArgs:
     """The argument values a Megatron-LM flag list gives, for one release."""
 
-    def __init__(self, release: str, flags: Iterable[Any]) -> None:
+    def __init__(self, release: str, flags: Iterable[Any], *, incomplete: bool = False) -> None:
         self.release = release
+        #: The reader could not expand some words: a flag left at its default may be in them.
+        self.incomplete = incomplete
         self.table = flags_of(release)
+        self.defaults: dict[str, Any] = {}
+        for info in self.table.values():
+            # argparse: the first action of a dest sets its default; a store_false twin
+            # (--no-x) of a typed or store_true flag does not decide it.
+            if info.dest not in self.defaults or self.defaults[info.dest][0]:
+                self.defaults[info.dest] = (info.action == "store_false", info.default)
         #: dest -> (value, the MlmFlag that set it), in command-line order.
         self.given: dict[str, tuple[Any, Any]] = {}
         for item in flags:
             raw = str(item.name)
             name = flag_name(raw)
-            info = self.table.get(name)
-            if info is None:
+            found = self.table.get(name)
+            if found is None:
                 continue
             text = item.value if name == raw else raw.split("=", 1)[1]
-            self.given[info.dest] = (_convert(info, text), item)
+            self.given[found.dest] = (_convert(found, text), item)
 
     def __getitem__(self, dest: str) -> Any:
         """The value of ``dest``: given on the command line, else the release's default."""
         if dest in self.given:
             return self.given[dest][0]
-        for info in self.table.values():
-            if info.dest == dest:
-                default = info.default
-                return UNSET if isinstance(default, str) and "(" in default else default
-        return UNSET
+        if dest not in self.defaults:
+            return UNSET
+        default = self.defaults[dest][1]
+        return UNSET if isinstance(default, str) and "(" in default else default
 
     def flag(self, dest: str) -> Any:
         """The MlmFlag that set ``dest`` (None when it keeps its default)."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate src/moe_lint/data/mlm_flags.json: the command-line flags of each released Megatron-LM.
+"""Generate src/moe_lint/data/mlm_releases.json: the flags of each released Megatron-LM.
 
 Megatron-LM's ``pretrain_*.py`` scripts parse their command line with the ``argparse`` parser that
 ``megatron/training/arguments.py::add_megatron_arguments`` builds (``allow_abbrev=False``, so a
@@ -22,8 +22,8 @@ Only released tags are read (``core_vX.Y.Z``, no release candidates, no main). I
 mirror of NVIDIA/Megatron-LM, which a fresh clone does not have, so it is not part of
 tools/regenerate.py; run it when a new Megatron-LM release is added:
 
-    python tools/gen_mlm_flags.py --mirror /work/.mirror/NVIDIA+Megatron-LM/repo           # rewrite
-    python tools/gen_mlm_flags.py --mirror /work/.mirror/NVIDIA+Megatron-LM/repo --check   # stale?
+    python tools/gen_mlm_releases.py --mirror /work/.mirror/NVIDIA+Megatron-LM/repo    # rewrite
+    python tools/gen_mlm_releases.py --mirror /work/.mirror/NVIDIA+Megatron-LM/repo --check
 
 Output (deterministic, sorted): ``{"source": ..., "releases": {"0.14.0": "core_v0.14.0 <sha>",
 ...}, "flags": {"--flag": {"in": ["0.14.0..0.19.0"], "dest": ..., "action": ..., "type": ...,
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _generated import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "src" / "moe_lint" / "data" / "mlm_flags.json"
+OUT = ROOT / "src" / "moe_lint" / "data" / "mlm_releases.json"
 ARGUMENTS = "megatron/training/arguments.py"
 #: The oldest release moe-lint's Megatron-LM support covers (Megatron-Core 0.14 is the oldest
 #: version the rules are gated against).
@@ -340,7 +340,7 @@ def build(mirror: Path) -> dict[str, Any]:
     return {
         "source": (
             "NVIDIA/Megatron-LM megatron/training/arguments.py (add_argument calls and "
-            "ArgumentGroupFactory config dataclasses), read statically by tools/gen_mlm_flags.py"
+            "ArgumentGroupFactory config dataclasses), read statically by tools/gen_mlm_releases.py"
         ),
         "releases": {version: f"{tag} {commit}" for version, tag, commit in releases},
         "flags": table,
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = render(build(args.mirror))
     return write_or_check(
-        OUT, text, check=args.check, command="python tools/gen_mlm_flags.py --mirror DIR"
+        OUT, text, check=args.check, command="python tools/gen_mlm_releases.py --mirror DIR"
     )
 
 
