@@ -11,6 +11,9 @@ The flags are read statically, never by importing or running the source:
 
 * every ``<parser or group>.add_argument('--a', '--b', dest=..., action=..., type=...,
   default=..., choices=...)`` call in ``megatron/training/arguments.py``;
+* every ``add_argument`` of ``megatron/post_training/arguments.py::add_modelopt_args``, which
+  ``pretrain_gpt.py`` / ``pretrain_mamba.py`` add when nvidia-modelopt is installed (marked
+  ``"extra": "modelopt"``);
 * from core_v0.16 on, ``ArgumentGroupFactory(SomeConfig, exclude=[...]).build_group(...)``
   (``megatron/training/argument_utils.py``) adds one flag per field of a config dataclass: the
   class (and its bases) is found in the same tag and its fields are turned into flags the way
@@ -50,11 +53,15 @@ from _generated import write_or_check
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "moe_lint" / "data" / "mlm_releases.json"
 ARGUMENTS = "megatron/training/arguments.py"
+#: pretrain_gpt.py and pretrain_mamba.py pass ``extra_args_provider=add_modelopt_args`` when
+#: nvidia-modelopt is installed (as in NVIDIA's containers): those flags are marked
+#: ``"extra": "modelopt"``.
+MODELOPT = "megatron/post_training/arguments.py"
 #: The oldest release moe-lint's Megatron-LM support covers (Megatron-Core 0.14 is the oldest
 #: version the rules are gated against).
 OLDEST = (0, 14, 0)
 _TAG = re.compile(r"^core_v(\d+)\.(\d+)\.(\d+)$")
-ATTRS = ("dest", "action", "type", "nargs", "default", "choices")
+ATTRS = ("dest", "action", "type", "nargs", "default", "choices", "extra")
 
 
 def _git(mirror: Path, *args: str) -> str:
@@ -304,7 +311,31 @@ def release_flags(mirror: Path, commit: str) -> dict[str, dict[str, Any]]:
                     src, cls, _exclude_list(func, kw.get("exclude"))
                 ):
                     add(names, entry)
+    try:
+        modelopt = ast.parse(src.read(MODELOPT))
+    except subprocess.CalledProcessError:  # not in this release
+        return flags
+    for call in ast.walk(modelopt):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "add_argument"
+        ):
+            names = [
+                a.value
+                for a in call.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            if names and all(n.startswith("-") for n in names) and names[0] not in flags:
+                entry = _entry({k.arg: k.value for k in call.keywords if k.arg})
+                add(names, {**entry, "extra": "modelopt"})
     return flags
+
+
+def _option_strings(call: ast.Call) -> list[str]:
+    """The option strings of an ``add_argument`` call (empty for a positional argument)."""
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return names if names and all(n.startswith("-") for n in names) else []
 
 
 def _runs(present: list[str], order: list[str]) -> list[str]:
