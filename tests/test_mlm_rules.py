@@ -44,16 +44,20 @@ def _span(line: int, col: int, length: int) -> Span:
     return Span(start, end, end, end, True)
 
 
-def _ctx(argv: str, *, form: str = "megatron-lm", **versions: str) -> Context:
+def _ctx(
+    argv: str, *, form: str = "megatron-lm", text: str = "torchrun pretrain_gpt.py", **versions: str
+) -> Context:
     """A Megatron-LM command line, one flag (and its value) per line starting at line 1."""
     flags: list[Any] = []
-    for line, text in enumerate(argv.strip().splitlines(), start=1):
-        name, _, value = text.strip().partition(" ")
+    for line, word in enumerate(argv.strip().splitlines(), start=1):
+        name, _, value = word.strip().partition(" ")
         flags.append(_Flag(name, value or None, _span(line, 3, len(name))))
     settings = Settings(
         versions={k.replace("_", "-"): parse_version(v) for k, v in versions.items()}
     )
-    config = SimpleNamespace(form=form, doc=SimpleNamespace(mlm_flags=flags, path="train.sh"))
+    config = SimpleNamespace(
+        form=form, doc=SimpleNamespace(mlm_flags=flags, path="train.sh", text=text)
+    )
     return Context(config=config, facts=None, settings=settings)  # type: ignore[arg-type]
 
 
@@ -136,6 +140,17 @@ def test_unknown_flag_suggests_and_is_located_at_the_flag() -> None:
     assert found[1].params["why"] == "did you mean --tensor-model-parallel-size?"
     assert found[1].at == (3, 3)
     assert found[1].params["release"] == "0.19.0"  # newest release when none is stated
+
+
+def test_only_plain_entry_scripts_get_every_unknown_flag() -> None:
+    # An entry script with an extra_args_provider (inference, multimodal) adds flags of its
+    # own; a MODEL_ARGS file names no script. Only the version findings stay certain.
+    argv = "--temperature 1.0\n--qk-clip"
+    for text in ("torchrun tools/run_text_generation_server.py", "MODEL_ARGS:", ""):
+        found = list(mlm.unknown_flags(_ctx(argv, text=text, megatron_core="0.15.0")))
+        assert [v.params["flag"] for v in found] == ["--qk-clip"], text
+    found = list(mlm.unknown_flags(_ctx(argv, megatron_core="0.15.0")))
+    assert [v.params["flag"] for v in found] == ["--temperature", "--qk-clip"]
 
 
 def test_flag_of_a_newer_or_older_release_says_so() -> None:

@@ -15,6 +15,7 @@ list (``doc.mlm_flags``, config/mlm_args.py) and apply only to that input
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -76,8 +77,37 @@ def _args(ctx: Context) -> MlmArgs | None:
     return args
 
 
+#: Entry scripts whose parser is ``add_megatron_arguments`` alone (plus ``add_modelopt_args``,
+#: whose flags the list has): pretrain_*.py of Megatron-LM's root, core_v0.14.0 .. core_v0.19.0.
+_PLAIN_ENTRY = re.compile(
+    r"(?:^|[/\s'\"=])pretrain_(?:gpt|hybrid|mamba|bert|t5|ict|retro|vision_\w+)\.py\b"
+)
+#: Entry scripts that add flags of their own (``extra_args_provider``): pretrain_vlm.py,
+#: train_rl.py, the examples' train.py and the inference, export and conversion tools.
+_OTHER_ENTRY = re.compile(
+    r"(?:pretrain_vlm|train_rl|train|run_\w+|\w*(?:generat|inference|server|export|convert|"
+    r"quantiz|prune|finetune|distill|mmlu|validate)\w*)\.py\b"
+)
+
+
+def _plain_entry(ctx: Context) -> bool:
+    """Does the command run an entry script without flags of its own (pretrain_gpt.py, ...)?
+
+    ``doc.mlm_script`` when the reader records it, else the ``*.py`` names in the text: a
+    MODEL_ARGS file or an argument list names none, so only its version findings are certain.
+    """
+    doc = ctx.config.doc
+    script = getattr(doc, "mlm_script", None)
+    text = str(script) if script else str(getattr(doc, "text", "") or "")
+    return bool(_PLAIN_ENTRY.search(text)) and not _OTHER_ENTRY.search(text)
+
+
 def unknown_flags(ctx: Context) -> Iterator[Violation]:
-    """Flags the stated Megatron-LM release's parser does not define."""
+    """Flags the stated Megatron-LM release's parser does not define.
+
+    A flag of another release always (no entry script adds Megatron-LM's own flags back); any
+    other unknown flag only for an entry script without flags of its own.
+    """
     from packaging.version import Version
 
     from moe_lint.config.mlm_releases import flag_name, flags_of, releases_with
@@ -88,6 +118,7 @@ def unknown_flags(ctx: Context) -> Iterator[Violation]:
     if release is None:
         return
     known = flags_of(release)
+    plain = _plain_entry(ctx)
     for item in flags:
         name = flag_name(str(item.name))
         if not name.startswith("--") or name in known:
@@ -97,6 +128,8 @@ def unknown_flags(ctx: Context) -> Iterator[Violation]:
             why = f"was added in Megatron-LM {elsewhere[0]}"
         elif elsewhere:
             why = f"was removed after Megatron-LM {elsewhere[-1]}"
+        elif not plain:
+            continue
         else:
             guess = closest(name, sorted(known))
             why = f"did you mean {guess}?" if guess else "no flag of that release is close"
