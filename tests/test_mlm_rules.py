@@ -142,6 +142,12 @@ def test_unknown_flag_suggests_and_is_located_at_the_flag() -> None:
     assert found[1].params["release"] == "0.19.0"  # newest release when none is stated
 
 
+def test_one_flag_token_is_reported_once() -> None:
+    ctx = _ctx("--foo-bar-baz 1")
+    ctx.config.doc.mlm_flags = ctx.config.doc.mlm_flags * 2  # the same token reached twice
+    assert len(list(mlm.unknown_flags(ctx))) == 1
+
+
 def test_only_plain_entry_scripts_get_every_unknown_flag() -> None:
     # An entry script with an extra_args_provider (inference, multimodal) adds flags of its
     # own; a MODEL_ARGS file names no script. Only the version findings stay certain.
