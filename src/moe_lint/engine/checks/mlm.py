@@ -19,11 +19,22 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import Version
+
+from moe_lint.config.mlm_releases import (
+    UNSET,
+    MlmArgs,
+    flag_name,
+    flags_of,
+    release_for,
+    releases_with,
+)
+from moe_lint.config.suggest import closest
+from moe_lint.config.versions import effective_version, stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
-    from moe_lint.config.mlm_releases import MlmArgs
     from moe_lint.engine.evaluate import Context
 
 FORM = "megatron-lm"
@@ -42,9 +53,6 @@ def _flags(ctx: Context) -> list[Any]:
 
 
 def _release(ctx: Context) -> str | None:
-    from moe_lint.config.mlm_releases import release_for
-    from moe_lint.config.versions import effective_version
-
     settings = ctx.settings
     versions = settings.versions if settings is not None else {}
     return release_for(effective_version(versions, "megatron-core"))
@@ -65,8 +73,6 @@ def _at(flag: Any) -> tuple[int, int] | None:
 
 def _args(ctx: Context) -> MlmArgs | None:
     """The validated arguments, or None when validate_args will not see these flags."""
-    from moe_lint.config.mlm_releases import MlmArgs
-
     flags = _flags(ctx)
     release = _release(ctx) if flags else None
     if release is None:
@@ -108,11 +114,6 @@ def unknown_flags(ctx: Context) -> Iterator[Violation]:
     A flag of another release always (no entry script adds Megatron-LM's own flags back); any
     other unknown flag only for an entry script without flags of its own.
     """
-    from packaging.version import Version
-
-    from moe_lint.config.mlm_releases import flag_name, flags_of, releases_with
-    from moe_lint.config.suggest import closest
-
     flags = _flags(ctx)
     release = _release(ctx) if flags else None
     if release is None:
@@ -161,15 +162,11 @@ def _fail(
 
 def _is(value: Any, expected: Any) -> bool:
     """``value == expected`` for a value the flag list tells (UNSET never matches)."""
-    from moe_lint.config.mlm_releases import UNSET
-
     return value is not UNSET and value == expected
 
 
 def _given(value: Any) -> bool:
     """A value other than None / False / UNSET (an optional argument that is set)."""
-    from moe_lint.config.mlm_releases import UNSET
-
     return value is not UNSET and value not in (None, False)
 
 
@@ -182,8 +179,6 @@ def _keep(found: Iterator[Violation | None]) -> Iterator[Violation]:
 
 
 def _below(args: MlmArgs, release: str) -> bool:
-    from packaging.version import Version
-
     return Version(args.release) < Version(release)
 
 
@@ -343,8 +338,6 @@ def qk_clip(ctx: Context) -> Iterator[Violation]:
 
 
 def _qk_clip(args: MlmArgs, ctx: Context) -> Iterator[Violation | None]:
-    from moe_lint.config.versions import stated_below
-
     settings = ctx.settings
     old_te = stated_below(settings.versions if settings else None, "transformer-engine", "2.9.0")
     if old_te and _is(args["log_max_attention_logit"], True):
@@ -619,8 +612,6 @@ def local_attention_backend(ctx: Context) -> Iterator[Violation]:
     if args is None or not _is(args["attention_backend"], "local"):
         return
     spec = args["spec"]
-    from moe_lint.config.mlm_releases import UNSET
-
     if spec is UNSET:
         return
     if spec is None:
