@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_lint
+from conftest import run_lint, skip_without_mlm_input
 from moe_lint.engine.catalogue import Catalogue, load_catalogue
 
 RULES = load_catalogue(plugins=False).rules
@@ -14,6 +14,7 @@ RULES = load_catalogue(plugins=False).rules
 def test_example_fires(catalogue: Catalogue, rule: object) -> None:
     docs = rule.docs  # type: ignore[attr-defined]
     code = rule.code  # type: ignore[attr-defined]
+    skip_without_mlm_input(code)
     result = run_lint(catalogue, docs["example"], ALSO.get(code, [code]), docs.get("example_args"))
     assert result.error is None, result.error
     assert code in [f.code for f in result.findings], f"{code}: example does not fire"
@@ -23,6 +24,7 @@ def test_example_fires(catalogue: Catalogue, rule: object) -> None:
 def test_use_instead_is_clean(catalogue: Catalogue, rule: object) -> None:
     docs = rule.docs  # type: ignore[attr-defined]
     code = rule.code  # type: ignore[attr-defined]
+    skip_without_mlm_input(code)
     args = docs.get("use_instead_args", docs.get("example_args"))
     result = run_lint(catalogue, docs["use_instead"], ALSO.get(code, [code]), args)
     assert result.error is None, result.error

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import REPO, run_lint
+from conftest import REPO, run_lint, skip_without_mlm_input
 from moe_lint.engine.catalogue import Catalogue
 from moe_lint.output.fix import fix_loop
 
@@ -61,6 +61,7 @@ def test_rule_case(catalogue: Catalogue, data: dict[str, Any], case: dict[str, A
     from moe_lint.config.overrides import parse_override
 
     code = data["rule"]
+    skip_without_mlm_input(code)
     select = [code, *data.get("also", [])]
     overrides = [parse_override(o) for o in case.get("overrides", [])]
     text = case.get("pass", case.get("fail"))

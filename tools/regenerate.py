@@ -5,7 +5,8 @@ go stale and each has its own test; one command keeps "what adding a rule touche
 step that cannot fall out of date with the generators (tests/test_regenerate.py checks that
 every generator a test runs with ``--check`` is listed here). The Bridge field and class
 catalogues (tools/gen_bridge_fields.py, gen_bridge_classes.py) are not here: they read the
-framework's installed source, which a fresh clone does not have.
+framework's installed source, which a fresh clone does not have; nor is the Megatron-LM flag
+list (tools/gen_mlm_releases.py --mirror DIR), which reads a git mirror of Megatron-LM.
 
 Usage:  python tools/regenerate.py          # rewrite every generated file
         python tools/regenerate.py --check  # exit 1 when any is stale, naming it

@@ -14,7 +14,7 @@ import importlib
 MODULES = tuple(
     f"moe_lint.engine.checks.{family}"
     for family in (
-        "attention", "batch", "context_parallel", "cudagraph", "dispatch", "misc", "moe",
+        "attention", "batch", "context_parallel", "cudagraph", "dispatch", "misc", "mlm", "moe",
         "optimizer", "overlap", "overrides", "parallel", "pipeline", "precision", "recompute",
         "runtime", "schema", "sequence", "suppressions",
     )
