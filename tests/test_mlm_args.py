@@ -196,3 +196,37 @@ def test_fix_edits_only_a_literal_after_its_flag(
     assert doc.text[edit.start : edit.end] == "4"
     assert set_value_edit(doc, ("model", "sequence_parallel"), False) is None
     assert set_value_edit(doc, ("model", "context_parallel_size"), 2) is None
+
+
+def test_bridge_only_rules_do_not_run_on_megatron_lm_input(tmp_path: Path) -> None:
+    """CG006 cites Bridge's GPTModelProvider.provide; Megatron-LM's validate_args turns the TE
+    RNG tracker on itself for CUDA graphs ("te_rng_tracker is not enabled, enabling it for CUDA
+    graphs."), so the rule is `applies_to: [bridge]` and stays silent on a launch script."""
+    from moe_lint.engine.catalogue import load_catalogue
+
+    assert "bridge" in load_catalogue(plugins=False).by_code["CG006"].applies_to
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 "
+        "--hidden-size 1024 --num-attention-heads 16 --seq-length 4096 "
+        "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 8 "
+        "--cuda-graph-impl transformer_engine --bf16\n"
+    )
+    bridge = tmp_path / "bridge.yaml"
+    bridge.write_text(
+        "# moe-lint: gpus=8 model=qwen3-30b-a3b\nmodel:\n  cuda_graph_impl: transformer_engine\n"
+    )
+    from moe_lint.cli import main
+
+    def codes(path: Path) -> set[str]:
+        import contextlib
+        import io
+        import json
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main([str(path), "--format", "json", "--isolated"])
+        return {f["code"] for f in json.loads(out.getvalue())}
+
+    assert "CG006" not in codes(script)
+    assert "CG006" in codes(bridge)

@@ -44,8 +44,12 @@ _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
-    "derivation", "fix", "source", "stage", "docs", "covers", "versions",
+    "derivation", "fix", "source", "stage", "docs", "covers", "versions", "applies_to",
 }  # fmt: skip
+#: The inputs a rule may be limited to (``applies_to``): Bridge configs (YAML dumps and
+#: overrides) or Megatron-LM arguments (scripts, MODEL_ARGS files, argument lists). A check
+#: only Bridge makes (ConfigContainer.validate, a provider) does not run for Megatron-LM input.
+INPUT_KINDS = ("bridge", "megatron-lm")
 #: When the framework check an error rule anticipates raises (applying the command-line
 #: overrides, before any config is built, is ``startup``; Bridge's ConfigContainer.validate
 #: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
@@ -105,6 +109,8 @@ class Rule(NamedTuple):
     #: The lets `when` needs (evaluated first); the others only run once it holds.
     when_lets: tuple[tuple[str, Compiled], ...] = ()
     late_lets: tuple[tuple[str, Compiled], ...] = ()
+    #: The inputs it applies to (INPUT_KINDS); empty: every input.
+    applies_to: tuple[str, ...] = ()
 
 
 @dataclass
@@ -290,6 +296,9 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
     ):
         raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
     versions = _versions(entry.get("versions"), where)
+    applies_to = entry.get("applies_to") or []
+    if not isinstance(applies_to, list) or set(applies_to) - set(INPUT_KINDS):
+        raise RulePackError(f"{where}: 'applies_to' must be a list of {list(INPUT_KINDS)}")
     stage = entry.get("stage")
     if stage is not None and stage not in STAGES:
         raise RulePackError(f"{where}: stage must be one of {STAGES}")
@@ -315,6 +324,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         versions=versions,
         when_lets=_needed_lets(lets, compiled_when),
         late_lets=tuple(item for item in lets if item not in _needed_lets(lets, compiled_when)),
+        applies_to=tuple(applies_to),
     )
 
 

@@ -313,8 +313,11 @@ def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list
     ev = Evaluator(ctx)
     reset_budget()
     findings: list[Finding] = []
+    kind = "megatron-lm" if ctx.config.form == "megatron-lm" else "bridge"
     for rule in rules:
         if rule.versions and not applies_to_versions(rule, ctx):
+            continue
+        if rule.applies_to and kind not in rule.applies_to:
             continue
         findings.extend(run_rule(rule, ctx, ev, catalogue))
     return findings
