@@ -325,11 +325,7 @@ class ShellReader:
             elif ch == "$":
                 self._dollar(word, quoted=False)
             elif ch == "`":
-                end = text.find("`", self.i + 1)
-                end = len(text) - 1 if end < 0 else end
-                self._note(f"line {self._line(self.i)}: a backtick command is not run")
-                word.add(_PStr(text[self.i : end + 1], unresolved=True), False)
-                self.i = end + 1
+                self._backtick(word)
             else:
                 j = self.i
                 while j < len(text) and text[j] not in " \t\r\n;&|<>()\\'\"$`":
@@ -337,6 +333,15 @@ class ShellReader:
                 word.add(_PStr(text[self.i : j], list(range(self.i, j))), False)
                 self.i = j
         return word
+
+    def _backtick(self, word: _Word) -> None:
+        """A backtick command is never run: its text stays unresolved (and is noted)."""
+        text = self.text
+        end = text.find("`", self.i + 1)
+        end = len(text) - 1 if end < 0 else end
+        self._note(f"line {self._line(self.i)}: a backtick command is not run")
+        word.add(_PStr(text[self.i : end + 1], unresolved=True), False)
+        self.i = end + 1
 
     def _double_quoted(self, word: _Word) -> None:
         text = self.text
@@ -353,11 +358,7 @@ class ShellReader:
             elif ch == "$":
                 self._dollar(word, quoted=True)
             elif ch == "`":
-                end = text.find("`", self.i + 1)
-                end = len(text) - 1 if end < 0 else end
-                self._note(f"line {self._line(self.i)}: a backtick command is not run")
-                word.add(_PStr(text[self.i : end + 1], unresolved=True), False)
-                self.i = end + 1
+                self._backtick(word)
             else:
                 j = self.i
                 while j < len(text) and text[j] not in '"\\$`':
