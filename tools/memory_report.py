@@ -212,7 +212,7 @@ def _offload_fraction(point: dict[str, Any]) -> float:
         "optimizer_cpu_offload") else 0.0  # fmt: skip
 
 
-def _layout(est: Estimate | None, point: dict[str, Any]) -> str:
+def _layout(point: dict[str, Any]) -> str:
     return f"{point['gpu']} ×{point['num_gpus']}"
 
 
@@ -265,10 +265,10 @@ def render(rows: list[Row]) -> str:
         )
         recon = p["reconstruction"] + (", historical" if p["historical"] else "")
         if r.est is None:
-            out.append(f"| {p['id']} | {_layout(None, p)} | {recon} | {r.problem} ||||||||")
+            out.append(f"| {p['id']} | {_layout(p)} | {recon} | {r.problem} ||||||||")
             continue
         out.append(
-            f"| {p['id']} | {_layout(r.est, p)} | {recon} | {stat} | {_gb(r.measured_gb)} | "
+            f"| {p['id']} | {_layout(p)} | {recon} | {stat} | {_gb(r.measured_gb)} | "
             f"{_gb(r.central_gb)} | {_pct(r.error)} | {_gb(r.lower_gb)} | {_gb(r.upper_gb)} | "
             f"{reserved} | {r.verdict} ({r.outcome}){mark} |"
         )

@@ -499,7 +499,7 @@ def _optimizer_fp8_recipe(ctx: _Ctx) -> tuple[str | None, bool]:
     if value is None:
         value = _mixed(ctx, "fp8_recipe")
     known = (v.get("mixed_precision") is not None or v.get("optimizer.fp8_recipe") is not None
-             or any(k.startswith("mixed_precision.") for k in v.values))  # fmt: skip
+             or _mixed_block(ctx))  # fmt: skip
     return (None if value is None else str(value)), known
 
 
@@ -968,6 +968,11 @@ FP8_SAVED = ("norm_out", "mlp_norm_out", "routed_in", "routed_act", "mlp_act", "
              "gdn_norm_out", "mamba_norm_out")  # fmt: skip
 
 
+def _mixed_block(ctx: _Ctx) -> bool:
+    """The file writes a mixed_precision block (its unset fields take the class defaults)."""
+    return any(k.startswith("mixed_precision.") for k in ctx.v.values)
+
+
 def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
     """A mixed-precision field as Bridge applies it (MixedPrecisionConfig.setup overwrites the
     model's and the optimizer's): the file's mixed_precision block, else the
@@ -982,7 +987,7 @@ def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
         values = recipe_values(recipe)
         if values is not None and values.get(name) is not None:
             return values[name]
-    elif any(k.startswith("mixed_precision.") for k in v.values) and name in MP_DEFAULTS:
+    elif _mixed_block(ctx) and name in MP_DEFAULTS:
         return MP_DEFAULTS[name] if MP_DEFAULTS[name] is not None else default
     return v.get(f"model.{name}", default=default)
 

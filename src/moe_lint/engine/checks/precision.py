@@ -532,28 +532,19 @@ def fp8_with_variable_length_batches(ctx: Context) -> Iterator[Violation]:
     """FP008: FP8/FP4 with batches whose token counts vary (packing, variable lengths)."""
     r = Reads(ctx)
     kwargs = r.field("dataset.dataset_kwargs")
-    padded = "pad_to_max_length" in (kwargs or {}) and bool(
-        r.field("dataset.dataset_kwargs")["pad_to_max_length"]
-    )
-    if not (
-        _low_precision(r)
-        and (
-            r.field("model.variable_seq_lengths")
-            or r.value("dataset.enable_in_batch_packing", False) is True
-            or (bool(r.field("dataset.enable_offline_packing")) and not padded)
-        )
-    ):
-        return
-    recipe = _recipe(r)
-    align = _align(r, recipe)
-    what = _quantized(r, recipe)
+    padded = "pad_to_max_length" in (kwargs or {}) and bool(kwargs["pad_to_max_length"])
     if r.field("model.variable_seq_lengths"):
         cause = "variable_seq_lengths is true"
     elif r.value("dataset.enable_in_batch_packing", False) is True:
         cause = "in-batch packing"
-    else:
+    elif bool(r.field("dataset.enable_offline_packing")) and not padded:
         cause = "offline packing without pad_to_max_length"
-    yield Violation("", {"what": what, "align": align, "cause": cause})
+    else:
+        return
+    if not _low_precision(r):
+        return
+    recipe = _recipe(r)
+    yield Violation("", {"what": _quantized(r, recipe), "align": _align(r, recipe), "cause": cause})
 
 
 def precision_aware_optimizer_precision_mismatch(ctx: Context) -> Iterator[Violation]:
