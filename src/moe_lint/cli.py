@@ -210,6 +210,8 @@ def _main(args: list[str]) -> int:
             return _cmd_models(args[1:])
         if args and args[0] == "estimate":
             return _cmd_estimate(args[1:])
+        if args and args[0] == "plan":
+            return _cmd_plan(args[1:])
         if args and args[0] == "check":
             return _cmd_check(args[1:], 1)
         return _cmd_check(args)
@@ -618,6 +620,149 @@ def _cmd_estimate(argv: list[str]) -> int:
         else:
             sys.stdout.write(report.render_plain(rows))
     return status
+
+
+def _gpu_counts(text: str) -> tuple[int, ...]:
+    """``256``, ``128,256,512`` or a range ``128-1024`` (the powers of two in it)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                a, b = int(lo), int(hi)
+                v = 1
+                while v <= b:
+                    if v >= a:
+                        out.append(v)
+                    v *= 2
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise UsageError(f"--gpus {text!r}: expected N, N,M,... or LO-HI") from None
+    if not out or any(v < 1 for v in out):
+        raise UsageError(f"--gpus {text!r}: no GPU count")
+    return tuple(sorted(set(out)))
+
+
+_PLAN_FIXED = {"tp": "tensor_model_parallel_size", "pp": "pipeline_model_parallel_size",
+               "vpp": "virtual_pipeline_model_parallel_size", "cp": "context_parallel_size",
+               "ep": "expert_model_parallel_size", "etp": "expert_tensor_parallel_size",
+               "mbs": "micro_batch_size"}  # fmt: skip
+
+
+def _plan_fixed(items: list[str]) -> dict[str, Any]:
+    """``--set tp=8`` / ``--set model.context_parallel_size=16`` / ``--set recompute=full``."""
+    names = {v: k for k, v in _PLAN_FIXED.items()}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().rsplit(".", 1)[-1]
+        key = names.get(key, key)
+        if not sep:
+            raise UsageError(f"--set {item!r}: expected NAME=VALUE")
+        if key in _PLAN_FIXED:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise UsageError(f"--set {item!r}: expected an integer") from None
+        elif key in ("recompute", "recompute_modules"):
+            out["recompute"] = tuple(m for m in value.split(",") if m and m != "none")
+        elif key in ("offload", "optimizer_offload_fraction"):
+            out["offload"] = float(value)
+        else:
+            raise UsageError(f"--set {item!r}: the planner fixes {', '.join(_PLAN_FIXED)}, "
+                             "recompute or offload")  # fmt: skip
+    return out
+
+
+def _cmd_plan(argv: list[str]) -> int:
+    """``moe-lint plan``: ranked layouts for a run, pruned values with the rule that pruned them."""
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.plan.run import DISPATCHERS, PRECISIONS, Options, run
+
+    parser = _Parser(prog="moe-lint plan", description=(
+        "Search TP, CP, PP, VPP, EP, ETP, MBS, recompute, offload and dispatcher for a model "
+        "on a GPU count; rank the layouts that pass the rules and fit by predicted "
+        "tokens/s/GPU (docs/planner.md)."))  # fmt: skip
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="model preset, HF config.json (or its folder) or a Bridge YAML",
+    )
+    parser.add_argument("--seq", type=int, help="sequence length (default: the YAML's)")
+    parser.add_argument("--gpu", help="GPU type (h100, b200, gb200, ...)")
+    parser.add_argument("--gpus", help="GPU count: N, a list N,M or a range LO-HI (powers of 2)")
+    parser.add_argument("--nodes", type=int, help="nodes (with --gpus-per-node)")
+    parser.add_argument("--gpus-per-node", type=int)
+    parser.add_argument("--gbs", type=int, help="global batch size (sequences per step)")
+    parser.add_argument("--tokens-per-step", type=int, help="instead of --gbs")
+    parser.add_argument("--precision", choices=sorted(PRECISIONS))
+    parser.add_argument("--dispatcher", choices=DISPATCHERS)
+    parser.add_argument("--max-ep", type=int)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fix a value: tp, pp, vpp, cp, ep, etp, mbs, recompute, offload",
+    )
+    parser.add_argument("--objective", choices=("throughput", "gpus"), default="throughput")
+    parser.add_argument("--top", type=int, default=10, help="plans to show (default 10)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--emit", type=int, metavar="N", help="write plan N as Bridge YAML")
+    parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
+    ns = parser.parse_args(argv)
+    if ns.gpus:
+        gpus = _gpu_counts(ns.gpus)
+    elif ns.nodes and ns.gpus_per_node:
+        gpus = (ns.nodes * ns.gpus_per_node,)
+    else:
+        raise UsageError("plan needs --gpus (or --nodes with --gpus-per-node)")
+    if ns.top < 1 or (ns.emit is not None and ns.emit < 1):
+        raise UsageError("--top and --emit count from 1")
+    opts = Options(model=ns.model, gpu=ns.gpu, gpus=gpus, seq=ns.seq, gbs=ns.gbs,
+                   tokens_per_step=ns.tokens_per_step, precision=ns.precision,
+                   dispatcher=ns.dispatcher, max_ep=ns.max_ep, fixed=_plan_fixed(ns.set),
+                   objective=ns.objective, top=max(ns.top, ns.emit or 0),
+                   gpus_per_node=ns.gpus_per_node)  # fmt: skip
+    try:
+        result = run(opts)
+    except (InputError, NotBridgeConfig) as exc:
+        print(f"moe-lint: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.emit is not None:
+        # Lazy: the planner loads only for `moe-lint plan`.
+        from moe_lint.plan.emit import emit_text
+
+        if ns.emit > len(result.shown):
+            print(f"moe-lint: error: --emit {ns.emit}: only {len(result.shown)} plans",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_FINDINGS
+        cand = result.shown[ns.emit - 1]
+        _, fs, is_yaml, mixed = _plan_base(opts)
+        text = emit_text(result.request, cand, ns.model, fs, is_yaml, mixed, result.base_text,
+                         ns.emit)  # fmt: skip
+        if ns.output:
+            Path(ns.output).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.plan import report as plan_report
+
+    shown = result.shown[: ns.top]
+    result.shown = shown
+    sys.stdout.write(plan_report.to_json(result) if ns.format == "json"
+                     else plan_report.to_text(result))  # fmt: skip
+    return EXIT_OK if shown else EXIT_FINDINGS
+
+
+def _plan_base(opts: Any) -> Any:
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.plan.run import build
+
+    return build(opts)
 
 
 def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
 from moe_lint.analysis.params import (
     Arch,
@@ -171,6 +172,14 @@ class _Values:
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.values = values
+        self._sections: dict[str, bool] = {}
+
+    def has_section(self, name: str) -> bool:
+        """Any ``name.*`` key is set (asked once per stage; answered once per estimate)."""
+        if name not in self._sections:
+            prefix = name + "."
+            self._sections[name] = any(k.startswith(prefix) for k in self.values)
+        return self._sections[name]
 
     def get(self, *keys: str, default: Any = None) -> Any:
         for key in keys:
@@ -238,11 +247,12 @@ def _context(
     s: MemorySettings,
     versions: Mapping[str, Version] | None = None,
     mode: str = "central",
+    arch: Arch | None = None,
 ) -> _Ctx:
     """Parallel sizes and batch shape from the facts (the model derives none of them)."""
     v = _Values(values)
     try:
-        arch = Arch.from_mapping(values)
+        arch = arch or Arch.from_mapping(values)
     except (KeyError, ValueError) as exc:
         raise MemoryInputError(str(exc).strip("'\"")) from None
     if facts.get("seq") is None:
@@ -618,7 +628,7 @@ def _peft_adapters(ctx: _Ctx, stage: _Stage) -> float | None:
     LoRA adds A (in × r) and B (r × out) to each targeted linear layer (experts included).
     """
     v = ctx.v
-    if not any(k.startswith("peft.") for k in v.values) and not v.get("peft"):
+    if not v.has_section("peft") and not v.get("peft"):
         return None
     a = ctx.arch
     r = int(v.get("peft.dim", default=32) or 32)
@@ -970,7 +980,7 @@ FP8_SAVED = ("norm_out", "mlp_norm_out", "routed_in", "routed_act", "mlp_act", "
 
 def _mixed_block(ctx: _Ctx) -> bool:
     """The file writes a mixed_precision block (its unset fields take the class defaults)."""
-    return any(k.startswith("mixed_precision.") for k in ctx.v.values)
+    return ctx.v.has_section("mixed_precision")
 
 
 def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
@@ -990,6 +1000,19 @@ def _mixed(ctx: _Ctx, name: str, default: Any = None) -> Any:
     elif _mixed_block(ctx) and name in MP_DEFAULTS:
         return MP_DEFAULTS[name] if MP_DEFAULTS[name] is not None else default
     return v.get(f"model.{name}", default=default)
+
+
+def mixed_value(values: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """A mixed-precision field of effective ``values`` as Bridge applies it (see :func:`_mixed`),
+    for readers outside the memory model (the planner)."""
+    return _mixed(cast(_Ctx, _ValuesOnly(_Values(values))), name, default)
+
+
+@dataclass
+class _ValuesOnly:
+    """What :func:`_mixed` reads of a context: the values."""
+
+    v: _Values
 
 
 def _quantized_bytes(ctx: _Ctx) -> float | None:
@@ -1479,6 +1502,8 @@ def estimate(
     versions: Mapping[str, Version] | None = None,
     *,
     bounds: bool = True,
+    ranks: frozenset[int] | None = None,
+    arch: Arch | None = None,
 ) -> Estimate:
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
@@ -1487,13 +1512,18 @@ def estimate(
     (:data:`INPUTS`, as memory_facts.model_inputs gives them) and optionally derive's
     ``placement``; ``versions`` the framework versions the user stated (package key ->
     Version; the newest release otherwise). ``bounds`` adds the lower bound and the band
-    (levers compare central estimates only). Raises :class:`MemoryInputError` when a size, the
-    model dimensions or the sequence length are missing.
+    (levers compare central estimates only). ``ranks`` limits the estimate to those pipeline
+    ranks (the planner's search screens the first, middle and last; a plan it shows gets
+    every rank); ``arch`` is the architecture already read from ``values`` (the planner reads it
+    once for thousands of estimates). Raises :class:`MemoryInputError` when a size, the model
+    dimensions or the sequence length are missing.
     """
     settings = settings or MemorySettings()
-    ctx = _context(values, facts, settings, versions)
-    params = count_params(ctx.arch, ctx.tp).layers
+    ctx = _context(values, facts, settings, versions, arch=arch)
+    params = _layer_params(ctx.arch, ctx.tp)
     placement = _placement(ctx, facts)
+    if ranks is not None:
+        placement = [s for s in placement if s.rank in ranks] or placement
     stages = _stages(ctx, placement, params)
     worst = max(stages, key=lambda s: s.total_gib)
     lower: tuple[StageEstimate, ...] = ()
@@ -1509,6 +1539,11 @@ def estimate(
     usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib
     _standard_assumptions(ctx)
     return Estimate(stages, worst, capacity_gib, usable, tuple(ctx.assumptions), lower, upper)
+
+
+@lru_cache(maxsize=64)
+def _layer_params(arch: Arch, tp: int) -> tuple[LayerParams, ...]:
+    return count_params(arch, tp).layers
 
 
 def _stages(

@@ -1,0 +1,174 @@
+"""The ranked table, the pruned values and the departures from the seed, as text or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from moe_lint.plan.run import Result, why_better
+from moe_lint.plan.search import DIMENSIONS, Candidate
+
+_TERMS = ("compute", "recompute", "tp", "cp", "ep", "pp_p2p", "bubble", "dp", "optimizer")
+
+
+def _recompute(c: Candidate) -> str:
+    return ",".join(c.plan.recompute) or "none"
+
+
+def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
+    p, pred = c.plan, c.prediction
+    return {
+        "rank": rank,
+        "gpus": p.world,
+        "layout": {
+            "tp": p.tp,
+            "pp": p.pp,
+            "vpp": p.vpp,
+            "cp": p.cp,
+            "ep": p.ep,
+            "etp": p.etp,
+            "dp": p.dp,
+            "edp": p.edp,
+        },
+        "pipeline_layout": c.layout_text,
+        "micro_batch_size": p.mbs,
+        "global_batch_size": p.gbs,
+        "microbatches": p.microbatches,
+        "recompute": list(p.recompute),
+        "optimizer_offload_fraction": p.offload,
+        "dispatcher": p.dispatcher,
+        "precision": p.precision,
+        "memory_gib": {"lower": c.lower_gib, "central": c.memory_gib, "usable": c.usable_gib},
+        "step_s": pred.step_s,
+        "tokens_per_s_per_gpu": pred.tokens_per_s_per_gpu,
+        "model_tflops_per_gpu": pred.model_tflops_per_gpu,
+        "breakdown_s": pred.breakdown.as_dict(),
+        "beats_next": why_better(c, nxt) if nxt else None,
+    }
+
+
+def pruned_lines(result: Result) -> dict[str, dict[str, str]]:
+    """Per dimension, each value no shown plan uses and its most frequent reason."""
+    used: dict[str, set[str]] = {d: set() for d in DIMENSIONS}
+    for c in result.shown:
+        p = c.plan
+        for name, value in (
+            ("tp", p.tp),
+            ("cp", p.cp),
+            ("pp", p.pp),
+            ("vpp", p.vpp),
+            ("ep", p.ep),
+            ("etp", p.etp),
+            ("mbs", p.mbs),
+            ("dispatcher", p.dispatcher),
+        ):
+            used[name].add(str(value))
+    out: dict[str, dict[str, str]] = {}
+    for dim, values in result.outcome.pruned.items():
+        rows: dict[str, str] = {}
+        for value, reasons in sorted(values.items(), key=lambda kv: _order(kv[0])):
+            if value in used[dim]:
+                continue
+            rows[value] = "; ".join(f"{r} ({n}×)" for r, n in _decisive(reasons))
+        if rows:
+            out[dim] = rows
+    return out
+
+
+def _decisive(reasons: Any) -> list[tuple[str, int]]:
+    """The rule or memory verdict first (it decides), then the most common other reason."""
+    ranked = reasons.most_common()
+    rules = [rn for rn in ranked if not rn[0].startswith(("ranked", "fits"))]
+    rest = [rn for rn in ranked if rn not in rules]
+    return (rules[:1] + rest[:1]) if rules else rest[:1]
+
+
+def _order(value: str) -> tuple[int, Any]:
+    return (0, int(value)) if value.isdigit() else (1, value)
+
+
+def to_json(result: Result) -> str:
+    shown = result.shown
+    o = result.outcome
+    payload = {
+        "model": result.base_name,
+        "gpu": result.request.gpu,
+        "seq": result.request.seq,
+        "global_batch_size": result.request.gbs,
+        "precision": result.request.precision,
+        "plans": [
+            plan_json(c, i + 1, shown[i + 1] if i + 1 < len(shown) else None)
+            for i, c in enumerate(shown)
+        ],
+        "dropped_by_lint": [{"layout": c.plan.key(), "code": code} for c, code in result.dropped],
+        "pruned": pruned_lines(result),
+        "departures_from_seed": result.priors,
+        "search": {
+            "layouts": o.visited,
+            "timed": o.timed,
+            "memory_checks": o.memory_checks,
+            "kept": len(o.kept),
+            "seconds": round(o.seconds, 3),
+        },
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def to_text(result: Result) -> str:
+    req = result.request
+    shown = result.shown
+    o = result.outcome
+    lines = [
+        f"moe-lint plan: {result.base_name} on {', '.join(str(g) for g in req.gpus)} × {req.gpu}, "
+        f"seq {req.seq}, GBS {req.gbs}, {req.precision}"
+        + (f" ({req.fp8_recipe})" if req.fp8_recipe else ""),
+        "",
+    ]
+    if not shown:
+        lines.append("no layout fits and passes the rules; the pruned values say why:")
+    header = (
+        f"{'#':>2} {'GPUs':>5} {'TP':>2} {'PP':>2} {'VPP':>3} {'CP':>3} {'EP':>3} "
+        f"{'ETP':>3} {'DP':>3} {'MBS':>3} {'M':>4}  {'recompute':<28} {'off':>3} "
+        f"{'dispatch':<8} {'mem GiB low/mid/usable':>22} {'s/step':>7} {'tok/s/GPU':>9}"
+    )
+    if shown:
+        lines.append(header)
+    for i, c in enumerate(shown):
+        p, pred = c.plan, c.prediction
+        mem = f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+        lines.append(
+            f"{i + 1:>2} {p.world:>5} {p.tp:>2} {p.pp:>2} {p.vpp:>3} {p.cp:>3} {p.ep:>3} "
+            f"{p.etp:>3} {p.dp:>3} {p.mbs:>3} {p.microbatches:>4}  {_recompute(c)[:28]:<28} "
+            f"{p.offload:>3g} {p.dispatcher:<8} {mem:>22} {pred.step_s:>7.2f} "
+            f"{pred.tokens_per_s_per_gpu:>9.0f}"
+        )
+        parts = " ".join(
+            f"{k} {v / pred.step_s * 100:.0f}%"
+            for k, v in pred.breakdown.as_dict().items()
+            if v / pred.step_s >= 0.005
+        )
+        nxt = shown[i + 1] if i + 1 < len(shown) else None
+        beats = f"; vs #{i + 2}: {why_better(c, nxt)}" if nxt else ""
+        lines.append(f"   step: {parts}{beats}")
+    if result.dropped:
+        lines += ["", "dropped by the linter (the emitted YAML has an error):"]
+        lines += [f"  {c.plan.key()}: {code}" for c, code in result.dropped]
+    pruned = pruned_lines(result)
+    if pruned:
+        lines += ["", "values no plan above uses, and why:"]
+        for dim, rows in pruned.items():
+            for value, reason in rows.items():
+                lines.append(f"  {dim} {value}: {reason}")
+    if result.priors:
+        lines += ["", "where the ranking departs from the seed's rules of thumb:"]
+        lines += [f"  - {text}" for text in result.priors]
+    lines += [
+        "",
+        f"searched {o.visited} layouts, timed {o.timed} plans, {o.memory_checks} memory "
+        f"estimates, {len(o.kept)} kept, in {o.seconds:.2f} s; the shown plans lint clean "
+        f"(`--emit N` writes one).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["to_json", "to_text"]

@@ -1,0 +1,343 @@
+"""``moe-lint plan`` end to end: the base config, the search, the lint of the top plans, the
+departures from the seed's rules of thumb and why each plan beats the next.
+
+The base is a model preset / HF ``config.json`` (an override-style document naming it) or a
+Bridge YAML (a recipe dump or override file, whose settings the plans keep: overlap flags,
+CUDA graphs, precision). Every plan shown has been linted as the YAML ``--emit`` writes, with
+the full rule set; a plan with an error finding is dropped under that finding's code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from moe_lint.errors import UsageError
+from moe_lint.plan.perf import Hardware, Plan
+from moe_lint.plan.search import Candidate, Outcome, Request, plan_values, search
+from moe_lint.plan.space import plan_from_values, precision_of
+
+#: --precision values and the Bridge mixed-precision recipe each writes.
+PRECISIONS = {
+    "bf16": ("bf16", None, "bf16_mixed"),
+    "fp8": ("fp8", "tensorwise", "bf16_with_fp8_current_scaling_mixed"),
+    "fp8-blockwise": ("fp8", "blockwise", "bf16_with_fp8_subchannel_scaling_mixed"),
+    "mxfp8": ("fp8", "mxfp8", "bf16_with_mxfp8_mixed"),
+    "nvfp4": ("fp4", "nvfp4", "bf16_with_nvfp4_mixed"),
+}
+
+DISPATCHERS = ("alltoall", "deepep", "hybridep")
+
+
+@dataclass
+class Options:
+    """The command line, parsed (cli.py builds it)."""
+
+    model: str
+    gpu: str | None
+    gpus: tuple[int, ...]
+    seq: int | None = None
+    gbs: int | None = None
+    tokens_per_step: int | None = None
+    precision: str | None = None
+    dispatcher: str | None = None
+    max_ep: int | None = None
+    fixed: dict[str, Any] = field(default_factory=dict)
+    objective: str = "throughput"
+    top: int = 10
+    gpus_per_node: int | None = None
+    margin: float = 0.0
+
+
+@dataclass
+class Result:
+    request: Request
+    outcome: Outcome
+    shown: list[Candidate]
+    dropped: list[tuple[Candidate, str]]
+    base_name: str
+    mixed_recipe: str | None
+    priors: list[str]
+    base_text: str
+    base_is_yaml: bool
+    lint_seconds: float = 0.0
+
+
+def _base_document(opts: Options) -> tuple[Any, bool]:
+    """The base config document: the YAML file itself, or a stub naming the model."""
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    from pathlib import Path
+
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    from moe_lint.config.load import load_file, parse_text
+
+    path = Path(opts.model)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return load_file(str(path)), True
+    seq = opts.seq or 4096
+    text = f"model:\n  seq_length: {seq}\ndataset:\n  seq_length: {seq}\n"
+    return parse_text(text, "<plan>"), False
+
+
+def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
+    """The search request for the options (raises UsageError for what cannot be planned)."""
+    # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+    # Lazy: the linter's data path loads only to lint the plans shown.
+    from moe_lint.analysis.memory_facts import config_values, model_inputs
+    from moe_lint.analysis.params import Arch
+    from moe_lint.config.memory_settings import memory_settings
+    from moe_lint.config.settings import Settings, gpu_specs
+    from moe_lint.linting import prepare
+
+    doc, is_yaml = _base_document(opts)
+    cluster: dict[str, object] = {"gpus": opts.gpus[0]}
+    if not is_yaml:
+        cluster["model"] = opts.model
+    if opts.gpu:
+        cluster["gpu"] = opts.gpu
+    if opts.gpus_per_node:
+        cluster["gpus-per-node"] = opts.gpus_per_node
+    cfg, facts, fs = prepare(doc, Settings(), [], cluster)
+    if not fs.gpu:
+        raise UsageError("plan needs --gpu (or a `# moe-lint: gpu=` directive in the file)")
+    values = config_values(cfg)
+    plain = model_inputs({n: f.value for n, f in facts.values.items()})
+    try:
+        arch = Arch.from_mapping(values)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(f"plan needs the model's architecture: {exc} (pass --model)") from None
+    seq = opts.seq or int(plain.get("seq") or 0)
+    if not seq:
+        raise UsageError("plan needs --seq (the sequence length)")
+    gbs = _gbs(opts, seq, plain)
+    precision, recipe, mixed = _precision(opts, values)
+    spec = gpu_specs()[fs.gpu]
+    hw = Hardware.from_spec(fs.gpu, spec)
+    if precision not in hw.peak_tflops:
+        raise UsageError(f"{fs.gpu} has no {precision} tensor cores (--precision)")
+    mem, _, margin = memory_settings(fs.memory, "memory settings")
+    capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
+    if capacity is None:
+        raise UsageError(f"no memory capacity known for {fs.gpu}")
+    if mixed is not None:
+        values = {
+            k: v
+            for k, v in values.items()
+            if not k.startswith("mixed_precision.") and k not in ("model.fp8", "model.fp4")
+        }
+        values["mixed_precision"] = mixed
+    base_plan = plan_from_values(values, {**plain, "seq": seq, "gbs": gbs})
+    flags = {
+        "tp_overlap": base_plan.tp_overlap,
+        "ep_overlap": base_plan.ep_overlap,
+        "shared_expert_overlap": base_plan.shared_expert_overlap,
+        "dp_overlap": base_plan.dp_overlap,
+        "cuda_graphs": base_plan.cuda_graphs,
+        "grad_fp32": base_plan.grad_fp32,
+        "fp8_param_gather": base_plan.param_gather_bytes < 2,
+    }
+    dispatchers = (opts.dispatcher,) if opts.dispatcher else DISPATCHERS
+    req = Request(
+        arch=arch,
+        values=values,
+        facts=plain,
+        gpu=fs.gpu,
+        hardware=hw,
+        gpus=opts.gpus,
+        seq=seq,
+        gbs=gbs,
+        precision=precision,
+        fp8_recipe=recipe,
+        capacity_gib=float(capacity),
+        memory_settings=mem,
+        versions=dict(cfg.versions),
+        dispatchers=dispatchers,
+        fixed=dict(opts.fixed),
+        max_ep=opts.max_ep,
+        objective=opts.objective,
+        keep=max(opts.top, 10),
+        base_flags=flags,
+        margin=max(margin, opts.margin),
+    )
+    return req, fs, is_yaml, mixed
+
+
+def _gbs(opts: Options, seq: int, plain: dict[str, Any]) -> int:
+    if opts.gbs:
+        return opts.gbs
+    if opts.tokens_per_step:
+        return max(1, opts.tokens_per_step // seq)
+    if plain.get("gbs"):
+        return int(plain["gbs"])
+    return max(1, 2**22 // seq)  # 4M tokens per step
+
+
+def _precision(opts: Options, values: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """GEMM math, recipe and the mixed_precision recipe to write (None: keep the base's)."""
+    if opts.precision:
+        math_, recipe, mixed = PRECISIONS[opts.precision]
+        return math_, recipe, mixed
+    math_, recipe = precision_of(values)
+    return math_, recipe, None
+
+
+def run(opts: Options, lint_top: bool = True) -> Result:
+    """Search, then lint the plans to show (dropping any the linter rejects)."""
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    import time
+
+    req, fs, is_yaml, mixed = build(opts)
+    outcome = search(req)
+    shown: list[Candidate] = []
+    dropped: list[tuple[Candidate, str]] = []
+    start = time.perf_counter()
+    base_text = _base_text(opts, fs, is_yaml)
+    for cand in outcome.kept:
+        if len(shown) >= opts.top:
+            break
+        if lint_top:
+            code = _lint_error(req, cand, opts, fs, is_yaml, mixed)
+            if code:
+                dropped.append((cand, code))
+                continue
+        shown.append(cand)
+    lint_s = time.perf_counter() - start
+    for cand in shown:
+        est = _bounds(req, cand.plan)
+        cand.lower_gib = est.lower_worst.total_gib
+        cand.memory_gib = est.worst.total_gib
+    priors = departures(req, shown, outcome)
+    return Result(
+        req, outcome, shown, dropped, opts.model, mixed, priors, base_text, is_yaml, lint_s
+    )
+
+
+def _bounds(req: Request, p: Plan) -> Any:
+    # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.analysis.memory import estimate
+    from moe_lint.plan.search import plan_inputs
+
+    values, facts = plan_inputs(req, p)
+    return estimate(values, facts, req.memory_settings, req.capacity_gib, req.versions)
+
+
+def _base_text(opts: Options, fs: Any, is_yaml: bool) -> str:
+    if is_yaml:
+        # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+        from pathlib import Path
+
+        return Path(opts.model).read_text(encoding="utf-8")
+    return ""
+
+
+def _lint_error(
+    req: Request, cand: Candidate, opts: Options, fs: Any, is_yaml: bool, mixed: str | None
+) -> str | None:
+    """The first error code the linter gives the plan's emitted YAML (None: lints clean)."""
+    # Lazy: the linter's data path loads only to lint the plans shown.
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.linting import lint_text
+    from moe_lint.plan.emit import emit_text
+
+    text = emit_text(req, cand, opts.model, fs, is_yaml, mixed, _base_text(opts, fs, is_yaml))
+    result = lint_text(text, _catalogue(), path="<plan>.yaml")
+    if result.error:
+        return f"exit 2: {result.error}"
+    errors = [f for f in result.findings if str(f.severity) in ("error", "Severity.ERROR")]
+    return errors[0].code if errors else None
+
+
+_CATALOGUE: list[Any] = []
+
+
+def _catalogue() -> Any:
+    if not _CATALOGUE:
+        # Lazy: the linter's data path loads only to lint the plans shown.
+        from moe_lint.engine.catalogue import load_catalogue
+
+        _CATALOGUE.append(load_catalogue())
+    return _CATALOGUE[0]
+
+
+# ------------------------------------------------------------------------------ explanations
+
+
+def seed_cp(seq: int) -> int:
+    """The seed's CP prior: seq / 4096 rounded to a power of two (at least 1)."""
+    raw = max(1.0, seq / 4096)
+    return int(2 ** round(math.log2(raw)))
+
+
+def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[str]:
+    """Where the top plan departs from the seed's rules of thumb, and why."""
+    if not shown:
+        return []
+    top = shown[0].plan
+    out: list[str] = []
+    cp0 = seed_cp(req.seq)
+    if top.cp != cp0:
+        reason = _best_with(outcome, "cp", cp0)
+        out.append(f"CP {top.cp}, not the seed's seq/4096 → {cp0}: {reason}")
+    if top.dp == 1 and any(c.plan.dp > 1 for c in outcome.kept):
+        out.append(
+            "DP is 1 (the seed says keep DP alive): the kept plans with DP > 1 are predicted slower"
+        )
+    dom = req.hardware.domain
+    if top.tp > dom or top.ep * top.etp > dom:
+        out.append(
+            f"TP {top.tp} / ETP·EP {top.ep * top.etp} leave the NVLink domain of {dom}: "
+            "predicted faster despite the exposed scale-out all-to-all"
+        )
+    if "full" in top.recompute:
+        out.append("full recompute (the seed says selective first): no selective set fits")
+    if top.offload:
+        out.append(f"optimizer CPU offload {top.offload:g}: without it the layout does not fit")
+    return out
+
+
+def _best_with(outcome: Outcome, dim: str, value: int) -> str:
+    reasons = outcome.pruned.get(dim, {}).get(str(value))
+    if not reasons:
+        return "no layout with it was feasible"
+    reason, count = reasons.most_common(1)[0]
+    return f"{reason} ({count} layouts)"
+
+
+def why_better(a: Candidate, b: Candidate) -> str:
+    """One line: the step-time terms where ``a`` gains most over ``b``."""
+    da, db = a.prediction.breakdown.as_dict(), b.prediction.breakdown.as_dict()
+    diffs = sorted(((db[k] - da[k], k) for k in da), reverse=True)
+    gain = (a.prediction.tokens_per_s_per_gpu / b.prediction.tokens_per_s_per_gpu - 1) * 100
+    parts = [f"{_term(k)} −{d:.2f} s" for d, k in diffs[:2] if d > 0.005 * b.prediction.step_s]
+    if not parts:
+        return f"+{gain:.1f} % (within the model's noise)"
+    return f"+{gain:.1f} %: " + ", ".join(parts)
+
+
+def _term(name: str) -> str:
+    return {
+        "compute": "compute",
+        "recompute": "recompute",
+        "tp": "TP comm",
+        "cp": "CP comm",
+        "ep": "EP all-to-all",
+        "pp_p2p": "PP p2p",
+        "bubble": "bubble",
+        "dp": "DP comm",
+        "optimizer": "optimizer",
+    }[name]
+
+
+__all__ = [
+    "DISPATCHERS",
+    "PRECISIONS",
+    "Options",
+    "Result",
+    "build",
+    "plan_values",
+    "run",
+    "seed_cp",
+    "why_better",
+]

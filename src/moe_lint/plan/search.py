@@ -1,0 +1,704 @@
+"""Search the layouts of one run: feasibility rules first, then memory, then the ranking.
+
+1. **Enumerate** TP, CP, PP, VPP, EP, ETP and MBS for every GPU count, pruning with the
+   arithmetic of the linter's own rules (each pruned candidate is counted under the rule code
+   that would reject it: PAR001, PAR002, MOE001, ATT001, ATT002, SEQ001, SEQ002, BAT001,
+   BAT002, PP008, PP009, DSP005, DSP010, DSP011).
+2. **Bound**: every surviving layout gets its optimistic time (no recompute, no offload, the
+   fastest allowed dispatcher); layouts are visited best first.
+3. **Knobs**: per layout, the recompute and offload ladder is tried in order of predicted
+   cost; the first rung the memory model (analysis/memory.py, central estimate, memoized on
+   what memory depends on) fits is the layout's plan. Visiting stops when the next layout's
+   optimistic time cannot enter the kept set.
+4. The caller (:func:`plan`) lints the top plans' emitted configs with the full rule set and
+   drops any with an error finding, under that finding's code.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+from moe_lint.analysis.params import Arch
+from moe_lint.plan.perf import Hardware, Model, Plan, Prediction
+
+#: The dimensions the search varies, in report order.
+DIMENSIONS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs", "dispatcher", "recompute", "offload")
+
+
+@dataclass
+class Request:
+    """What the user asks: the model and cluster, the batch, constraints and the objective."""
+
+    arch: Arch
+    values: dict[str, Any]  # the base config's effective values (memory_facts.config_values)
+    facts: dict[str, Any]  # its derived sizes (memory_facts.model_inputs)
+    gpu: str
+    hardware: Hardware
+    gpus: tuple[int, ...]
+    seq: int
+    gbs: int
+    precision: str  # bf16 | fp8 | fp4
+    fp8_recipe: str | None
+    capacity_gib: float
+    memory_settings: Any
+    versions: dict[str, Any]
+    dispatchers: tuple[str, ...] = ("alltoall", "deepep", "hybridep")
+    fixed: dict[str, Any] = field(default_factory=dict)
+    max_ep: int | None = None
+    max_tp: int = 8
+    mbs_choices: tuple[int, ...] = (1, 2, 4)
+    objective: str = "throughput"  # or "gpus"
+    keep: int = 10
+    base_flags: dict[str, bool] = field(default_factory=dict)
+    margin: float = 0.0  # memory error margin (fraction of usable)
+
+
+@dataclass
+class Candidate:
+    plan: Plan
+    prediction: Prediction
+    memory_gib: float  # central, worst stage
+    lower_gib: float | None = None
+    usable_gib: float = 0.0
+    layout_text: str | None = None
+    departures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    kept: list[Candidate]
+    pruned: dict[str, dict[str, Counter[str]]]  # dimension -> value -> reason counts
+    visited: int = 0  # layouts enumerated
+    feasible: int = 0  # layouts past the rule filters
+    timed: int = 0  # plans timed
+    memory_checks: int = 0
+    seconds: float = 0.0
+    model: Model | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, v = [], 1
+    while v <= n:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+class _Pruned:
+    """Reason counts per dimension value (what the report lists as pruned)."""
+
+    def __init__(self) -> None:
+        self.flat: dict[tuple[str, Any, str], int] = {}
+
+    def add(self, dims: Mapping[str, Any], reason: str) -> None:
+        flat = self.flat
+        for name, value in dims.items():
+            key = (name, value, reason)
+            flat[key] = flat.get(key, 0) + 1
+
+    @property
+    def by(self) -> dict[str, dict[str, Counter[str]]]:
+        out: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
+        for (name, value, reason), n in self.flat.items():
+            out[name].setdefault(str(value), Counter())[reason] += n
+        return out
+
+
+@cache
+def layout_string(num_layers: int, mtp: int, pp: int, vpp: int) -> str | None:
+    """A ``pipeline_model_parallel_layout`` for PP·VPP stages: the embedding on the first stage,
+    the loss (and MTP) on the last, transformer layers spread evenly with the first and last
+    stages lighter (the shape of Bridge's DeepSeek-V3 layouts, ``Et|(tt|)*30mL``). None when
+    the default even split already works (layers divide and no MTP)."""
+    stages = pp * vpp
+    if stages == 1:
+        return None
+    if num_layers % stages == 0 and not mtp:
+        return None
+    # the embedding and the head (+ each MTP depth) count as a layer's worth of work each;
+    # cumulative rounding spreads the units evenly, then the extras are taken off again
+    units = num_layers + 2 + mtp
+    edges = [round(units * i / stages) for i in range(stages + 1)]
+    counts = [edges[i + 1] - edges[i] for i in range(stages)]
+    counts[0] -= 1
+    counts[-1] -= 1 + mtp
+    counts = [max(0, c) for c in counts]
+    i = 0
+    while sum(counts) != num_layers:  # clamping moved layers: put them back in the middle
+        j = 1 + i % max(1, stages - 2) if stages > 2 else i % stages
+        counts[j] += 1 if sum(counts) < num_layers else (-1 if counts[j] > 0 else 0)
+        i += 1
+    parts = ["E" + "t" * counts[0]]
+    parts += ["t" * c for c in counts[1:-1]]
+    parts.append("t" * counts[-1] + "m" * mtp + "L")
+    return _compress(parts)
+
+
+def _compress(stages: list[str]) -> str:
+    """Run-length form Megatron parses: ``Et|(tt|)*30mL``, ``Et*4|(t*4|)*14tmL``."""
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    import re
+
+    stages = [re.sub(r"t{4,}", lambda m: f"t*{len(m.group())}", s) for s in stages]
+    out: list[str] = []
+    i = 0
+    while i < len(stages):
+        j = i
+        while j + 1 < len(stages) and stages[j + 1] == stages[i]:
+            j += 1
+        run = j - i + 1
+        out.append(f"({stages[i]}|)*{run}" if run > 1 else stages[i] + "|")
+        i = j + 1
+    text = "".join(out)
+    return text[:-1] if text.endswith("|") else text
+
+
+@cache
+def _layout_counts(text: str | None) -> tuple[tuple[int, ...], ...] | None:
+    if text is None:
+        return None
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    from moe_lint.analysis.pp_layout import parse_layout
+
+    return tuple((s.count("t"),) for s in parse_layout(text).stages)
+
+
+# ------------------------------------------------------------------------------ knob ladder
+
+
+def recompute_ladder(arch: Arch, precision: str, fp8_recipe: str | None) -> list[tuple[str, ...]]:
+    """Recompute sets from cheapest to most memory-saving (the seed: selective before full).
+
+    ``moe_act`` / ``layernorm`` are left out under FP8 delayed scaling (RCP010); ``mla_up_proj``
+    only on MLA models (RCP005).
+    """
+    mla = any(m in ("mla", "dsa") for m, _ in arch.layers)
+    light: list[str] = []
+    if not (precision == "fp8" and fp8_recipe == "delayed"):
+        light = ["moe_act", "layernorm"] if arch.is_moe else ["layernorm"]
+    up = ["mla_up_proj"] if mla else []
+    out: list[tuple[str, ...]] = [()]
+    if light:
+        out.append(tuple(light))
+    if up or light:
+        out.append(tuple(up + light))
+    heavy = [*up, *(["layernorm"] if light else []), *(["moe"] if arch.is_moe else []), "mlp"]
+    out.append(tuple(heavy))
+    out.append(("full",))
+    seen: list[tuple[str, ...]] = []
+    for item in out:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+OFFLOAD_LADDER = (0.0, 0.5, 1.0)
+
+
+# ------------------------------------------------------------------------------ the search
+
+
+def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dict[str, int]]:
+    """Layouts of ``world`` GPUs that no divisibility rule rejects (rejections counted)."""
+    a = req.arch
+    hw = req.hardware
+    experts = a.num_moe_experts or 0
+    fx = req.fixed
+    tps = [t for t in _pow2_upto(min(req.max_tp, 64)) if t <= world]
+    cps = [c for c in _pow2_upto(256) if c <= world]
+    for tp in tps:
+        if "tp" in fx and tp != fx["tp"]:
+            continue
+        if a.num_attention_heads % tp:
+            pruned.add({"tp": tp}, "ATT001: num_attention_heads % TP != 0")
+            continue
+        groups = a.num_query_groups
+        if not any(m in ("mla", "dsa") for m, _ in a.layers) and groups % tp and tp % groups:
+            pruned.add(
+                {"tp": tp}, "ATT002: num_query_groups neither divides nor is a multiple of TP"
+            )
+            continue
+        for cp in cps:
+            if "cp" in fx and cp != fx["cp"]:
+                continue
+            if req.seq % (2 * cp):
+                pruned.add({"cp": cp}, f"SEQ001: seq {req.seq} % (2·CP) != 0")
+                continue
+            if tp > 1 and req.seq % (tp * cp):
+                pruned.add({"tp": tp, "cp": cp}, "SEQ002: seq % (TP·CP) != 0")
+                continue
+            if world % (tp * cp):
+                pruned.add({"tp": tp, "cp": cp}, f"PAR001: {world} GPUs % (TP·CP) != 0")
+                continue
+            for pp in _divisors(world // (tp * cp)):
+                if "pp" in fx and pp != fx["pp"]:
+                    continue
+                if pp > a.num_layers:
+                    pruned.add({"pp": pp}, f"PP007: PP > {a.num_layers} layers")
+                    continue
+                dp = world // (tp * cp * pp)
+                for vpp in _vpps(req, pp):
+                    if pp * vpp > a.num_layers + 1:
+                        pruned.add({"vpp": vpp}, "PP007: more stages than layers")
+                        continue
+                    yield from _expert_layouts(req, world, tp, cp, pp, vpp, dp, experts, pruned, hw)
+
+
+def _vpps(req: Request, pp: int) -> list[int]:
+    if "vpp" in req.fixed:
+        return [int(req.fixed["vpp"] or 1)]
+    if pp == 1:
+        return [1]
+    return [1, 2, 4, 8]
+
+
+def _expert_layouts(
+    req: Request,
+    world: int,
+    tp: int,
+    cp: int,
+    pp: int,
+    vpp: int,
+    dp: int,
+    experts: int,
+    pruned: _Pruned,
+    hw: Hardware,
+) -> Iterator[dict[str, int]]:
+    fx = req.fixed
+    eps = _divisors(experts) if experts else [1]
+    if req.max_ep:
+        eps = [e for e in eps if e <= req.max_ep]
+    for ep in eps:
+        if "ep" in fx and ep != fx["ep"]:
+            continue
+        for etp in sorted({1, tp}):
+            if "etp" in fx and etp != fx["etp"]:
+                continue
+            if world % (etp * ep * pp):
+                pruned.add(
+                    {"ep": ep, "etp": etp},
+                    f"PAR002: needs a multiple of ETP·EP·PP = {etp * ep * pp} GPUs",
+                )
+                continue
+            for mbs in req.mbs_choices:
+                if "mbs" in fx and mbs != fx["mbs"]:
+                    continue
+                if req.gbs % (mbs * dp):
+                    pruned.add({"mbs": mbs}, f"BAT001: GBS {req.gbs} % (MBS·DP = {mbs * dp}) != 0")
+                    continue
+                m = req.gbs // (mbs * dp)
+                if vpp > 1 and m % pp:
+                    pruned.add(
+                        {"vpp": vpp}, "PP009: interleaved schedule needs micro-batches % PP == 0"
+                    )
+                    continue
+                yield {
+                    "tp": tp,
+                    "cp": cp,
+                    "pp": pp,
+                    "vpp": vpp,
+                    "ep": ep,
+                    "etp": etp,
+                    "mbs": mbs,
+                    "dp": dp,
+                }
+
+
+def _dispatchers(req: Request, ep: int, etp: int) -> list[str]:
+    """Dispatchers Bridge accepts for this group (DSP005, DSP010, DSP011)."""
+    out = []
+    for d in req.dispatchers:
+        if d in ("deepep", "hybridep") and ep * etp == 1:
+            continue  # DSP005
+        if d == "deepep" and req.hardware.domain > 8:
+            continue  # DSP010: DeepEP on GB200/GB300 NVL72
+        if d == "deepep" and (ep * etp > 160 or (ep * etp) % 8):
+            continue  # DSP011
+        out.append(d)
+    return out or ["alltoall"]
+
+
+def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Plan:
+    flags = req.base_flags
+    a = req.arch
+    layout = layout_string(a.num_layers, a.mtp_num_layers, lay["pp"], lay["vpp"])
+    return Plan(
+        tp=lay["tp"],
+        pp=lay["pp"],
+        cp=lay["cp"],
+        ep=lay["ep"],
+        etp=lay["etp"],
+        vpp=lay["vpp"],
+        world=world,
+        mbs=lay["mbs"],
+        gbs=req.gbs,
+        seq=req.seq,
+        precision=req.precision,
+        fp8_recipe=req.fp8_recipe,
+        tp_overlap=flags.get("tp_overlap", False) and lay["tp"] > 1,
+        ep_overlap=flags.get("ep_overlap", False),
+        shared_expert_overlap=flags.get("shared_expert_overlap", False),
+        dp_overlap=flags.get("dp_overlap", True),
+        cuda_graphs=flags.get("cuda_graphs", False),
+        grad_fp32=flags.get("grad_fp32", False),
+        param_gather_bytes=1.0
+        if flags.get("fp8_param_gather") and req.precision != "bf16"
+        else 2.0,
+        layout=_layout_counts(layout),
+        **knobs,
+    )
+
+
+class _Memory:
+    """Central worst-stage memory per plan, memoized on what the memory model reads."""
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.cache: dict[tuple[Any, ...], float] = {}
+        self.checks = 0
+
+    def key(self, p: Plan) -> tuple[Any, ...]:
+        return (
+            p.tp,
+            p.pp,
+            p.cp,
+            p.ep,
+            p.etp,
+            p.vpp,
+            p.mbs,
+            p.world,
+            p.recompute,
+            p.offload,
+            p.dispatcher,
+            min(p.microbatches, p.pp * p.vpp * 2),
+        )
+
+    def central(self, p: Plan) -> float:
+        k = self.key(p)
+        if k not in self.cache:
+            self.checks += 1
+            ranks = frozenset({0, 1, p.pp // 2, p.pp - 1})
+            self.cache[k] = self.estimate(p, bounds=False, ranks=ranks).worst.total_gib
+        return self.cache[k]
+
+    def estimate(self, p: Plan, bounds: bool, ranks: frozenset[int] | None = None) -> Any:
+        # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+        from moe_lint.analysis.memory import estimate
+
+        values, facts = plan_inputs(self.req, p)
+        return estimate(
+            values,
+            facts,
+            self.req.memory_settings,
+            self.req.capacity_gib,
+            self.req.versions,
+            bounds=bounds,
+            ranks=ranks,
+            arch=self.req.arch,
+        )
+
+
+def plan_values(req: Request, p: Plan) -> dict[str, Any]:
+    """The config values a plan changes (dotted), as emit writes them."""
+    a = req.arch
+    layout = layout_string(a.num_layers, a.mtp_num_layers, p.pp, p.vpp)
+    out: dict[str, Any] = {
+        "model.tensor_model_parallel_size": p.tp,
+        "model.pipeline_model_parallel_size": p.pp,
+        "model.virtual_pipeline_model_parallel_size": p.vpp if p.vpp > 1 else None,
+        "model.pipeline_model_parallel_layout": layout,
+        "model.num_layers_in_first_pipeline_stage": None,
+        "model.num_layers_in_last_pipeline_stage": None,
+        "model.account_for_embedding_in_pipeline_split": False,
+        "model.account_for_loss_in_pipeline_split": False,
+        "model.context_parallel_size": p.cp,
+        "model.expert_model_parallel_size": p.ep,
+        "model.expert_tensor_parallel_size": p.etp,
+        "model.sequence_parallel": p.tp > 1,
+        "model.seq_length": p.seq,
+        "dataset.seq_length": p.seq,
+        "train.micro_batch_size": p.mbs,
+        "train.global_batch_size": p.gbs,
+    }
+    if "full" in p.recompute:
+        out.update(
+            {
+                "model.recompute_granularity": "full",
+                "model.recompute_method": "uniform",
+                "model.recompute_num_layers": 1,
+                "model.recompute_modules": None,
+            }
+        )
+    elif p.recompute:
+        out.update(
+            {
+                "model.recompute_granularity": "selective",
+                "model.recompute_modules": list(p.recompute),
+                "model.recompute_method": None,
+                "model.recompute_num_layers": None,
+            }
+        )
+    else:
+        out.update(
+            {
+                "model.recompute_granularity": None,
+                "model.recompute_modules": None,
+                "model.recompute_method": None,
+                "model.recompute_num_layers": None,
+            }
+        )
+    if a.is_moe:
+        if p.dispatcher in ("deepep", "hybridep"):
+            out["model.moe_token_dispatcher_type"] = "flex"
+            out["model.moe_flex_dispatcher_backend"] = p.dispatcher
+        else:
+            out["model.moe_token_dispatcher_type"] = p.dispatcher
+            out["model.moe_flex_dispatcher_backend"] = None
+    out["optimizer.optimizer_cpu_offload"] = p.offload > 0
+    out["optimizer.optimizer_offload_fraction"] = p.offload if p.offload > 0 else 1.0
+    return out
+
+
+def plan_inputs(req: Request, p: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The memory model's values and facts for a plan (the base config with the plan's changes)."""
+    values = {**req.values, **plan_values(req, p)}
+    if p.offload > 0:
+        values["optimizer.use_precision_aware_optimizer"] = True  # Bridge requires it (OPT002)
+    facts = {
+        k: v
+        for k, v in req.facts.items()
+        if k not in ("placement", "layout_error", "layout_stages")
+    }
+    facts.update(
+        tp=p.tp,
+        pp=p.pp,
+        cp=p.cp,
+        ep=p.ep,
+        etp=p.etp,
+        world=p.world,
+        dp=p.dp,
+        edp=p.edp,
+        sp=p.tp > 1,
+        vpp=p.vpp if p.vpp > 1 else None,
+        seq=p.seq,
+        mbs=p.mbs,
+        microbatches=p.microbatches,
+        gbs=p.gbs,
+    )
+    return values, facts
+
+
+def _usable(req: Request) -> float:
+    return float(req.capacity_gib - req.memory_settings.headroom_gib)
+
+
+def search(req: Request) -> Outcome:
+    """Every feasible layout of every GPU count, ranked (module docstring)."""
+    start = time.perf_counter()
+    pruned = _Pruned()
+    model = Model.build(req.arch, req.hardware, req.seq, req.values)
+    memory = _Memory(req)
+    usable = _usable(req) * (1.0 - req.margin)
+    ladder = recompute_ladder(req.arch, req.precision, req.fp8_recipe)
+    if "recompute" in req.fixed:
+        ladder = [tuple(req.fixed["recompute"])]
+    offloads = (float(req.fixed["offload"]),) if "offload" in req.fixed else OFFLOAD_LADDER
+    bounds: list[tuple[float, int, dict[str, int], str]] = []
+    chosen: dict[tuple[int, ...], str] = {}
+    visited = 0
+    for world in req.gpus:
+        for lay in _feasible_layouts(req, world, pruned):
+            visited += 1
+            # the dispatcher changes only the all-to-all time: the fastest allowed one
+            dkey = (lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["mbs"])
+            disp = chosen.get(dkey, "")
+            if not disp:
+                allowed = _dispatchers(req, lay["ep"], lay["etp"])
+                disp = chosen[dkey] = min(
+                    allowed, key=lambda d: model.ep_time(_plan(req, lay, world, dispatcher=d))
+                )
+            best = (model.predict(_plan(req, lay, world, dispatcher=disp)).step_s, disp)
+            tput = req.gbs * req.seq / best[0] / world
+            score = tput if req.objective == "throughput" else -world + tput * 1e-9
+            bounds.append((score, world, lay, best[1]))
+    bounds.sort(key=lambda b: -b[0])
+    options = sorted(
+        ((r, o) for r in ladder for o in offloads),
+        key=lambda ro: (offloads.index(ro[1]), ladder.index(ro[0])),
+    )
+    options = _by_cost(model, req, options)
+    saving = (ladder[-1], offloads[-1])
+    kept: list[Candidate] = []
+    timed = 0
+    for score, world, lay, disp in bounds:
+        if len(kept) >= req.keep and score <= _score(req, kept[-1]):
+            dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
+            pruned.add(
+                {**dims, "dispatcher": disp}, "ranked below the kept plans (optimistic time)"
+            )
+            continue
+        found = None
+        smallest = math.inf
+        slower = False
+        floor: float | None = None
+        dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
+        for rec, off in options:
+            p = _plan(req, lay, world, dispatcher=disp, recompute=rec, offload=off)
+            pred = model.predict(p)
+            timed += 1
+            cand = Candidate(p, pred, 0.0, usable_gib=_usable(req))
+            if len(kept) >= req.keep and _score(req, cand) <= _score(req, kept[-1]):
+                slower = True  # this rung and every costlier one cannot enter the kept set
+                break
+            if floor is None:
+                # one check with the most memory-saving rung: a layout that does not fit with
+                # it fits with none
+                most = _plan(
+                    req, lay, world, dispatcher=disp, recompute=saving[0], offload=saving[1]
+                )
+                floor = memory.central(most)
+                if floor > usable:
+                    break
+            need = memory.central(p)
+            smallest = min(smallest, need)
+            if need <= usable:
+                cand.memory_gib = need
+                found = cand
+                break
+        if found is None and floor is not None and floor > usable:
+            pruned.add(
+                {**dims, "dispatcher": disp},
+                f"MEM001: needs ≥ {floor:.0f} GiB of {usable:.0f} usable even with {_rung(saving)}",
+            )
+            continue
+        if found is None:
+            if slower and smallest == math.inf:
+                pruned.add({**dims, "dispatcher": disp}, "ranked below the kept plans")
+            elif slower:
+                pruned.add(
+                    {**dims, "dispatcher": disp},
+                    f"ranked below the kept plans once recompute/offload make it fit "
+                    f"(≥ {smallest:.0f} GiB without)",
+                )
+            else:
+                pruned.add(
+                    {**dims, "dispatcher": disp},
+                    f"MEM001: needs ≥ {smallest:.0f} GiB of {usable:.0f} usable",
+                )
+            continue
+        kept.append(found)
+        kept.sort(key=lambda c: -_score(req, c))
+        if len(kept) > req.keep:
+            drop = kept.pop()
+            _count_kept_out(pruned, drop)
+    out = Outcome(
+        kept,
+        pruned.by,
+        visited,
+        len(bounds),
+        timed,
+        memory.checks,
+        time.perf_counter() - start,
+        model,
+    )
+    for c in kept:
+        p = c.plan
+        c.layout_text = layout_string(req.arch.num_layers, req.arch.mtp_num_layers, p.pp, p.vpp)
+    return out
+
+
+def _rung(ro: tuple[tuple[str, ...], float]) -> str:
+    rec = (
+        "full recompute"
+        if "full" in ro[0]
+        else ("recompute " + ",".join(ro[0]) if ro[0] else "no recompute")
+    )
+    return f"{rec} and optimizer offload {ro[1]:g}" if ro[1] else rec
+
+
+def _by_cost(
+    model: Model, req: Request, options: list[tuple[tuple[str, ...], float]]
+) -> list[tuple[tuple[str, ...], float]]:
+    """The recompute/offload rungs in order of predicted cost on a reference layout (cheapest
+    first, so the first rung that fits is the layout's fastest)."""
+    world = req.gpus[0]
+    tp = 1
+    ref = {"tp": tp, "cp": 1, "pp": 1, "vpp": 1, "ep": 1, "etp": 1, "mbs": 1}
+
+    def cost(ro: tuple[tuple[str, ...], float]) -> float:
+        p = Plan(
+            tp=1,
+            pp=1,
+            cp=1,
+            ep=1,
+            etp=1,
+            vpp=1,
+            world=world,
+            mbs=1,
+            gbs=max(req.gbs, world),
+            seq=req.seq,
+            precision=req.precision,
+            recompute=ro[0],
+            offload=ro[1],
+        )
+        return model.predict(p).step_s
+
+    del ref
+    return sorted(options, key=cost)
+
+
+def _count_kept_out(pruned: _Pruned, c: Candidate) -> None:
+    p = c.plan
+    dims = {
+        "tp": p.tp,
+        "cp": p.cp,
+        "pp": p.pp,
+        "vpp": p.vpp,
+        "ep": p.ep,
+        "etp": p.etp,
+        "mbs": p.mbs,
+        "dispatcher": p.dispatcher,
+    }
+    pruned.add(dims, "fits, ranked below the kept plans")
+
+
+def _score(req: Request, c: Candidate) -> float:
+    tput = c.prediction.tokens_per_s_per_gpu
+    return tput if req.objective == "throughput" else -c.plan.world + tput * 1e-9
+
+
+def time_plan(req: Request, p: Plan) -> tuple[Prediction, float]:
+    """A given plan's prediction and central memory (to place a published layout)."""
+    model = Model.build(req.arch, req.hardware, req.seq, req.values)
+    return model.predict(p), _Memory(req).central(p)
+
+
+def with_knobs(p: Plan, **changes: Any) -> Plan:
+    return replace(p, **changes)
+
+
+def iter_dims(p: Plan) -> Iterable[tuple[str, Any]]:
+    yield from (
+        ("tp", p.tp),
+        ("cp", p.cp),
+        ("pp", p.pp),
+        ("vpp", p.vpp),
+        ("ep", p.ep),
+        ("etp", p.etp),
+        ("mbs", p.mbs),
+        ("dispatcher", p.dispatcher),
+        ("recompute", ",".join(p.recompute) or "none"),
+        ("offload", p.offload),
+    )

@@ -1,0 +1,109 @@
+"""A plan from a config's effective values (to time a given layout, e.g. a published one).
+
+The search (:mod:`.search`) builds plans directly; this module reads the same fields a Bridge
+config sets, with Bridge's defaults where it is silent, so a published recipe and a planner
+plan go through the one performance model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from moe_lint.plan.perf import Plan
+
+
+def precision_of(values: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The GEMM math (bf16 / fp8 / fp4) and the FP8/FP4 recipe name, as Bridge applies it."""
+    # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+    from moe_lint.analysis.memory import mixed_value
+
+    if mixed_value(values, "fp4"):
+        return "fp4", str(mixed_value(values, "fp4_recipe", "nvfp4"))
+    if mixed_value(values, "fp8"):
+        return "fp8", str(mixed_value(values, "fp8_recipe", "delayed"))
+    return "bf16", None
+
+
+def recompute_of(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The recompute set: ("full",), the selective labels (Megatron's default [core_attn]) or ()."""
+    granularity = values.get("model.recompute_granularity")
+    if granularity == "full":
+        return ("full",)
+    if granularity == "selective":
+        modules = values.get("model.recompute_modules")
+        return ("core_attn",) if modules is None else tuple(str(m) for m in modules)
+    return ("moe",) if values.get("model.moe_layer_recompute") else ()
+
+
+def dispatcher_of(values: Mapping[str, Any]) -> str:
+    kind = str(values.get("model.moe_token_dispatcher_type") or "alltoall")
+    if kind == "flex":
+        backend = values.get("model.moe_flex_dispatcher_backend")
+        if values.get("model.moe_enable_deepep"):
+            backend = backend or "deepep"
+        return str(backend or "deepep")
+    return kind
+
+
+def _flag(values: Mapping[str, Any], *keys: str) -> bool:
+    return any(bool(values.get(k)) and values.get(k) not in ("none", "None") for k in keys)
+
+
+def layout_of(values: Mapping[str, Any]) -> tuple[tuple[int, ...], ...] | None:
+    """Transformer layers per virtual stage of the ``pipeline_model_parallel_layout`` (or None)."""
+    text = values.get("model.pipeline_model_parallel_layout")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+
+    try:
+        layout = parse_layout(text)
+    except LayoutError:
+        return None
+    return tuple((stage.count("t"),) for stage in layout.stages)
+
+
+def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Plan:
+    """The plan a config describes (``facts``: memory_facts.model_inputs of its derived facts)."""
+    precision, recipe = precision_of(values)
+    # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+    from moe_lint.analysis.memory import mixed_value
+
+    offload = 0.0
+    if values.get("optimizer.optimizer_cpu_offload"):
+        offload = float(values.get("optimizer.optimizer_offload_fraction") or 1.0)
+    graphs = values.get("model.cuda_graph_impl")
+    param_gather = (
+        1.0
+        if _flag(values, "mixed_precision.fp8_param_gather", "ddp.fp8_param_gather")
+        and precision != "bf16"
+        else 2.0
+    )
+    return Plan(
+        tp=int(facts["tp"]),
+        pp=int(facts["pp"]),
+        cp=int(facts["cp"]),
+        ep=int(facts["ep"]),
+        etp=int(facts["etp"]),
+        vpp=int(facts.get("vpp") or 1),
+        world=int(facts["world"]),
+        mbs=int(facts["mbs"]),
+        gbs=int(facts.get("gbs") or facts["mbs"] * facts["dp"] * facts["microbatches"]),
+        seq=int(facts["seq"]),
+        precision=precision,
+        fp8_recipe=recipe,
+        recompute=recompute_of(values),
+        offload=offload,
+        dispatcher=dispatcher_of(values),
+        tp_overlap=_flag(values, "comm_overlap.tp_comm_overlap"),
+        ep_overlap=_flag(values, "comm_overlap.overlap_moe_expert_parallel_comm"),
+        shared_expert_overlap=_flag(values, "model.moe_shared_expert_overlap"),
+        dp_overlap=values.get("ddp.overlap_grad_reduce") is not False,
+        cuda_graphs=graphs not in (None, "none", "None", False),
+        distributed_optimizer=values.get("ddp.use_distributed_optimizer") is not False,
+        grad_fp32=bool(mixed_value(values, "grad_reduce_in_fp32")),
+        param_gather_bytes=param_gather,
+        layout=layout_of(values),
+    )

@@ -1,0 +1,140 @@
+"""moe-lint plan: the performance model against published rows, the search, the emitted YAML."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from conftest import load_tool, run_main
+from moe_lint.analysis.pp_layout import parse_layout
+from moe_lint.config.load import parse_text
+from moe_lint.plan.run import Options, run, seed_cp
+from moe_lint.plan.search import layout_string, recompute_ladder
+
+
+@pytest.fixture(scope="module")
+def published():  # type: ignore[no-untyped-def]
+    return load_tool("planner_report")
+
+
+def test_flops_match_bridge_model_tflops(published) -> None:  # type: ignore[no-untyped-def]
+    """Model FLOPs per token = published TFLOP/s ÷ tokens/s (Bridge's flop_utils), within 3 %
+    on DeepSeek-V3 and Qwen3 rows (GPT-OSS and Nemotron-H differ: sliding window / Mamba)."""
+    checked = 0
+    for i, row in enumerate(published.rows()):
+        if row.published_tflops and row.model in ("DeepSeek-V3", "Qwen3-235B-A22B", "Kimi-K2"):
+            ratio = row.published_tflops * 1e12 / row.published / published._model(i).flops_token
+            assert abs(ratio - 1) < 0.05, (row.file, ratio)
+            checked += 1
+    assert checked > 20
+
+
+def test_median_error_within_issue_target(published) -> None:  # type: ignore[no-untyped-def]
+    errors = published.errors()
+    assert len(errors) >= 180
+    assert statistics.median(abs(e) for e in errors) <= 0.25
+
+
+@pytest.mark.parametrize(("layers", "mtp", "pp", "vpp"),
+                         [(61, 1, 8, 4), (61, 1, 16, 1), (94, 0, 4, 12), (94, 0, 8, 1),
+                          (61, 1, 2, 8), (27, 0, 4, 1)])  # fmt: skip
+def test_layout_string_places_every_layer(layers: int, mtp: int, pp: int, vpp: int) -> None:
+    text = layout_string(layers, mtp, pp, vpp)
+    assert text is not None
+    layout = parse_layout(text)
+    assert layout.num_stages == pp * vpp
+    assert layout.count("t") == layers
+    assert layout.count("m") == mtp
+    assert layout.stages[0].startswith("E") and layout.stages[-1].endswith("L")
+
+
+def test_even_split_needs_no_layout() -> None:
+    assert layout_string(48, 0, 4, 1) is None
+    assert layout_string(61, 1, 1, 1) is None
+
+
+def test_dsv3_layout_is_bridges() -> None:
+    """PP 8 × VPP 4 gives Bridge's own DeepSeek-V3 H100 layout (deepseek_v3.py layout_map)."""
+    assert layout_string(61, 1, 8, 4) == "Et|(tt|)*30mL"
+
+
+def test_seed_cp_prior() -> None:
+    assert seed_cp(131072) == 32
+    assert seed_cp(262144) == 64
+    assert seed_cp(4096) == 1
+    assert seed_cp(2048) == 1
+
+
+def test_ladder_orders_selective_before_full() -> None:
+    from moe_lint.analysis.params import Arch
+
+    ladder = recompute_ladder(Arch.from_preset("deepseek-v3"), "fp8", "blockwise")
+    assert ladder[0] == ()
+    assert ladder[-1] == ("full",)
+    assert ("mla_up_proj", "moe_act", "layernorm") in ladder
+    delayed = recompute_ladder(Arch.from_preset("deepseek-v3"), "fp8", "delayed")
+    assert not any("moe_act" in r for r in delayed)  # RCP010
+
+
+@pytest.fixture(scope="module")
+def small():  # type: ignore[no-untyped-def]
+    return run(Options(model="qwen3-30b-a3b", gpu="h100", gpus=(16,), seq=8192, gbs=256))
+
+
+def test_plans_ranked_fit_and_lint_clean(small) -> None:  # type: ignore[no-untyped-def]
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import lint_text
+    from moe_lint.plan.emit import emit_text
+    from moe_lint.plan.run import build
+
+    assert len(small.shown) == 10
+    speeds = [c.prediction.tokens_per_s_per_gpu for c in small.shown]
+    assert speeds == sorted(speeds, reverse=True)
+    _, fs, is_yaml, mixed = build(Options(model="qwen3-30b-a3b", gpu="h100", gpus=(16,),
+                                          seq=8192, gbs=256))  # fmt: skip
+    catalogue = load_catalogue()
+    for rank, c in enumerate(small.shown[:3], 1):
+        assert c.memory_gib <= c.usable_gib
+        p = c.plan
+        assert 16 % (p.tp * p.cp * p.pp) == 0 and 16 % (p.etp * p.ep * p.pp) == 0
+        text = emit_text(small.request, c, "qwen3-30b-a3b", fs, is_yaml, mixed, "", rank)
+        result = lint_text(text, catalogue, path="plan.yaml")
+        assert result.error is None
+        assert not [f for f in result.findings if str(f.severity).endswith("error")], text
+
+
+def test_pruned_values_name_the_rule(small) -> None:  # type: ignore[no-untyped-def]
+    from moe_lint.plan.report import pruned_lines
+
+    pruned = pruned_lines(small)
+    # 128 experts on 16 GPUs: EP 32+ cannot fold onto 16 GPUs (PAR002)
+    assert "PAR002" in pruned["ep"]["32"]
+    assert "PAR002" in pruned["ep"]["128"]
+
+
+def test_cli_json_and_emit(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--seq",
+            "8192", "--gbs", "256"]  # fmt: skip
+    code, out, err = run_main(capsys, *args, "--format", "json", "--top", "3")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert len(payload["plans"]) == 3
+    first = payload["plans"][0]
+    assert first["memory_gib"]["central"] <= first["memory_gib"]["usable"]
+    assert set(first["breakdown_s"]) >= {"compute", "ep", "bubble", "dp"}
+    target = tmp_path / "plan.yaml"
+    code, out, err = run_main(capsys, *args, "--emit", "2", "-o", str(target))
+    assert code == 0, err
+    doc = parse_text(target.read_text(), str(target))
+    assert doc.data["train"]["global_batch_size"] == 256
+    code, out, err = run_main(capsys, str(target))
+    assert code == 0, out + err  # the emitted plan lints clean
+
+
+@pytest.mark.parametrize("bad", [["--gpus", "x"], ["--gpus", "0"], []])
+def test_cli_bad_input_is_one_line_exit_2(capsys, bad) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run_main(capsys, "plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", *bad)
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
