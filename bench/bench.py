@@ -61,6 +61,7 @@ TARGETS = {  # name: (target, True when the measured value must be at most the t
     "batch_yamllint": (5.0, False),
     "batch_parse": (3.0, True),
     "memory_estimate_ms": (20.0, True),
+    "plan_search_s": (1.0, True),
 }
 
 # (file, extra moe-lint arguments) for section a.
@@ -606,6 +607,49 @@ def memory_section() -> tuple[list[str], list[str]]:
     return lines, rows
 
 
+PLAN_SCRIPT = r"""
+import json, statistics, time
+from moe_lint.plan.run import Options, build
+from moe_lint.plan.search import search
+cases = {
+    "dsv3-16384xh100-262144": Options(model="deepseek-v3", gpu="h100", gpus=(16384,), seq=262144),
+    "dsv3-256xh100-131072": Options(model="deepseek-v3", gpu="h100", gpus=(256,), seq=131072,
+                                    precision="fp8-blockwise"),
+}
+out = {}
+for name, opts in cases.items():
+    req, *_ = build(opts)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        o = search(req)
+        times.append(time.perf_counter() - t0)
+    out[name] = {"seconds": statistics.median(times), "layouts": o.visited, "timed": o.timed,
+                 "memory": o.memory_checks, "kept": len(o.kept), "gbs": req.gbs}
+print(json.dumps(out))
+"""
+
+
+def plan_section() -> tuple[list[str], list[str]]:
+    """Markdown lines and summary rows for section p: the planner's search in-process."""
+    proc = sh([PY, "-c", PLAN_SCRIPT], capture_output=True)
+    check([PY, "-c", "PLAN_SCRIPT"], proc, (0,))
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = ["### p. Planner search in-process (median of 3)", ""]
+    for name, g in got.items():
+        lines.append(
+            f"- {name} (GBS {g['gbs']}, every dimension free): **{g['seconds']:.2f} s**; "
+            f"{g['layouts']} layouts past the rules, {g['timed']} plans timed, {g['memory']} "
+            f"memory estimates, {g['kept']} kept"
+        )
+    big = got["dsv3-16384xh100-262144"]["seconds"]
+    rows = [
+        "| planner search, DeepSeek-V3 on 16,384 GPUs at 256K (s) | "
+        f"{big:.2f} | " + verdict("plan_search_s", big).replace("×", " s")
+    ]
+    return lines, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="configs for section a (default: the built-in set)")
@@ -614,6 +658,7 @@ def main() -> None:
     ap.add_argument("--batch", action="store_true", help="section b: many configs, one process")
     ap.add_argument("--profile", action="store_true", help="section c: import profile")
     ap.add_argument("--memory", action="store_true", help="section m: memory model in-process")
+    ap.add_argument("--plan", action="store_true", help="section p: the planner's search")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per command in a (20)")
     ap.add_argument("--configs", type=int, default=1000, help="configs generated for b (1000)")
     ap.add_argument("--batch-runs", type=int, default=3, help="runs per command in b (3)")
@@ -627,7 +672,9 @@ def main() -> None:
     ENV["MOE_LINT_CACHE_DIR"] = os.path.join(caches, "moe-lint")  # moe-lint's rule cache, if any
     if args.rev:
         use_revision(args.rev)
-    everything = args.all or not (args.single or args.batch or args.profile or args.memory)
+    everything = args.all or not (
+        args.single or args.batch or args.profile or args.memory or args.plan
+    )
 
     moe = find_script("moe-lint")
     if moe is None:
@@ -658,6 +705,11 @@ def main() -> None:
     if everything or args.memory:
         print("m. memory model in-process...", file=sys.stderr)
         lines, rows = memory_section()
+        sections += [*lines, ""]
+        summary += rows
+    if everything or args.plan:
+        print("p. planner search in-process...", file=sys.stderr)
+        lines, rows = plan_section()
         sections += [*lines, ""]
         summary += rows
     if summary:

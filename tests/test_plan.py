@@ -138,3 +138,17 @@ def test_cli_bad_input_is_one_line_exit_2(capsys, bad) -> None:  # type: ignore[
     code, _, err = run_main(capsys, "plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", *bad)
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_compare_places_a_layout_and_says_why(capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--seq",
+            "8192", "--gbs", "256", "--top", "3"]  # fmt: skip
+    code, out, err = run_main(capsys, *args, "--compare", "tp=1,cp=1,ep=16,pp=1")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("--compare"))
+    assert "tokens/s/GPU" in line and ("rank " in line or "below the" in line)
+    code, out, err = run_main(capsys, *args, "--compare", "tp=1,cp=1,ep=32,pp=1", "--format",
+                              "json")  # fmt: skip
+    assert code == 0, err
+    compared = json.loads(out)["compared"]
+    assert compared["plan"] is None and compared["why_not"].startswith("PAR002")

@@ -651,6 +651,23 @@ _PLAN_FIXED = {"tp": "tensor_model_parallel_size", "pp": "pipeline_model_paralle
                "mbs": "micro_batch_size"}  # fmt: skip
 
 
+def _plan_layout(text: str | None) -> dict[str, int] | None:
+    """``--compare tp=1,cp=32,ep=32,pp=8,vpp=4`` (sizes by their short names, gpus=N)."""
+    if text is None:
+        return None
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in (*_PLAN_FIXED, "gpus") or not value.strip().isdigit():
+            raise UsageError(
+                f"--compare {text!r}: expected NAME=N pairs with NAME one of "
+                f"{', '.join(_PLAN_FIXED)}, gpus"
+            )
+        out[key] = int(value)
+    return out
+
+
 def _plan_fixed(items: list[str]) -> dict[str, Any]:
     """``--set tp=8`` / ``--set model.context_parallel_size=16`` / ``--set recompute=full``."""
     names = {v: k for k, v in _PLAN_FIXED.items()}
@@ -707,6 +724,11 @@ def _cmd_plan(argv: list[str]) -> int:
         metavar="NAME=VALUE",
         help="fix a value: tp, pp, vpp, cp, ep, etp, mbs, recompute, offload",
     )
+    parser.add_argument(
+        "--compare",
+        metavar="LAYOUT",
+        help="place a layout among the plans, e.g. tp=1,cp=32,ep=32,pp=8,vpp=4 (gpus=N too)",
+    )
     parser.add_argument("--objective", choices=("throughput", "gpus"), default="throughput")
     parser.add_argument("--top", type=int, default=10, help="plans to show (default 10)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -725,7 +747,7 @@ def _cmd_plan(argv: list[str]) -> int:
                    tokens_per_step=ns.tokens_per_step, precision=ns.precision,
                    dispatcher=ns.dispatcher, max_ep=ns.max_ep, fixed=_plan_fixed(ns.set),
                    objective=ns.objective, top=max(ns.top, ns.emit or 0),
-                   gpus_per_node=ns.gpus_per_node)  # fmt: skip
+                   gpus_per_node=ns.gpus_per_node, compare=_plan_layout(ns.compare))  # fmt: skip
     try:
         result = run(opts)
     except (InputError, NotBridgeConfig) as exc:

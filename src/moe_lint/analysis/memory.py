@@ -305,7 +305,9 @@ def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
     v = ctx.v
     first = v.get("model.num_layers_in_first_pipeline_stage")
     last = v.get("model.num_layers_in_last_pipeline_stage")
-    return place(
+    layout = v.get("model.pipeline_model_parallel_layout") or None
+    placer = _place_cached if layout is None or isinstance(layout, str) else place
+    return placer(
         num_layers=ctx.arch.num_layers,
         mtp=ctx.arch.mtp_num_layers,
         pp=ctx.pp,
@@ -314,8 +316,13 @@ def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
         last=None if last is None else int(last),
         emb=v.flag("model.account_for_embedding_in_pipeline_split"),
         loss=v.flag("model.account_for_loss_in_pipeline_split"),
-        layout=v.get("model.pipeline_model_parallel_layout") or None,
+        layout=layout,
     )
+
+
+#: ``place`` of a split written as scalars (a string layout or none), memoized: the planner
+#: estimates many candidates that share their pipeline split.
+_place_cached = lru_cache(maxsize=256)(place)
 
 
 def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage]:

@@ -294,6 +294,7 @@ class Model:
         default_factory=dict
     )
     _counts: dict[int, Any] = field(default_factory=dict)
+    _dp: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
     kinds: list[LayerCost] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -334,8 +335,11 @@ class Model:
         # memory-bound work: passes × hidden × 2 B per token on this rank
         h = self.arch.hidden_size
         passes = float(k["elementwise_passes"]) * rank_tokens
+        routed = 0.0
         if c.moe:
-            passes += float(k["routed_copy_passes"]) * rank_tokens * self.arch.moe_router_topk
+            width = (self.arch.moe_latent_size or h) / h
+            routed = float(k["routed_copy_passes"]) * rank_tokens * self.arch.moe_router_topk
+            passes += routed * width
         t_elem = passes * h * 2 / (hw.hbm_tb_s * 1e12)
         launch = float(k["launch_us_per_layer"]) * 1e-6
         if p.cuda_graphs:
@@ -355,13 +359,18 @@ class Model:
             vol = 3 * (p.cp - 1) * tokens * (c.kv_elems / p.tp) * 2
             t = vol / _bw(hw, _inside(p.cp, p.tp, hw.domain), "p2p")
             hide = 3 * t_attn * float(x["cp_p2p_hidden_by_attention"])
-            b.cp += weight * max(0.0, t - hide)
+            # each ring step is its own attention kernel and send/recv pair (forward + backward)
+            steps = 3 * 2 * (p.cp - 1) * float(k["cp_step_us"]) * 1e-6
+            b.cp += weight * (max(0.0, t - hide) + steps)
         # EP: dispatch + combine, forward and backward (4 all-to-alls)
         if c.moe and p.ep * p.etp > 1:
             disp_bytes = 2.0
             if p.precision != "bf16" and p.dispatcher in ("deepep", "hybridep"):
                 disp_bytes = 1.0  # quantized dispatch (combine stays bf16)
-            size = rank_tokens * p.etp * self.arch.moe_router_topk * h
+            # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
+            # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
+            width = self.arch.moe_latent_size or h
+            size = rank_tokens * p.etp * self.arch.moe_router_topk * width
             group = p.ep
             vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
             kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(
@@ -495,6 +504,11 @@ class Model:
         tps = p.gbs * self.seq / step / p.world
         return Prediction(step, tps, tps * self.flops_token / 1e12, b)
 
+    def forget(self) -> None:
+        """Drop the memoized layer times (after a constant changed: the calibration)."""
+        self._layers.clear()
+        self._dp.clear()
+
     def ep_time(self, p: Plan) -> float:
         """EP all-to-all seconds per micro-batch over every layer (to choose the dispatcher)."""
         return sum(self._layer(c, p)[4] for c in self.kinds)
@@ -506,6 +520,17 @@ class Model:
 
     def _dp_and_optimizer(self, p: Plan, per_mb: float) -> tuple[float, float]:
         """Exposed DP/EDP grad reduce-scatter + param all-gather, and the optimizer step."""
+        key = (p.tp, p.pp, p.cp, p.ep, p.etp, p.dp, p.edp, p.grad_fp32, p.param_gather_bytes,
+               p.distributed_optimizer, p.offload)  # fmt: skip
+        found = self._dp.get(key)
+        if found is None:
+            found = self._dp[key] = self._dp_terms(p)
+        comm, step = found
+        hidden = per_mb if p.dp_overlap else 0.0  # behind the last micro-batch's backward
+        return max(0.0, comm - hidden), step
+
+    def _dp_terms(self, p: Plan) -> tuple[float, float]:
+        """DP/EDP collective seconds per step (before overlap) and the optimizer step."""
         counts = self.counts(p.tp)
         dense = (counts.dense - counts.embedding - counts.output) / (p.tp * p.pp)
         dense += (counts.embedding + counts.output) / p.tp / max(1, min(p.pp, 2))
@@ -521,8 +546,6 @@ class Model:
             rs = params * grad_b * frac / bw * (1 if p.distributed_optimizer else 2)
             ag = params * p.param_gather_bytes * frac / bw if p.distributed_optimizer else 0.0
             t += rs + ag
-        hidden = per_mb if p.dp_overlap else 0.0  # behind the last micro-batch's backward
-        exposed = max(0.0, t - hidden) if p.dp_overlap else t
         c = constants()["optimizer"]
         shard = dense / (dpcp if p.distributed_optimizer else 1) + expert / (
             p.edp if p.distributed_optimizer else 1
@@ -534,7 +557,7 @@ class Model:
             cpu = moved / float(c["cpu_adam_params_per_s"]) + moved * 2 * 4 / (
                 self.hw.host_link_gb_s * 1e9
             )
-        return exposed, gpu + cpu
+        return t, gpu + cpu
 
 
 def _stage_layers(n: int, mtp: int, p: Plan) -> list[list[int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from moe_lint.plan.run import Result, why_better
+from moe_lint.plan.run import Result, describe, why_better
 from moe_lint.plan.search import DIMENSIONS, Candidate
 
 _TERMS = ("compute", "recompute", "tp", "cp", "ep", "pp_p2p", "bubble", "dp", "optimizer")
@@ -87,6 +87,38 @@ def _order(value: str) -> tuple[int, Any]:
     return (0, int(value)) if value.isdigit() else (1, value)
 
 
+def _compared_json(result: Result) -> dict[str, Any] | None:
+    c = result.compared
+    if c is None:
+        return None
+    return {
+        "layout": c.layout,
+        "plan": plan_json(c.candidate, c.rank, None) if c.candidate else None,
+        "rank": c.rank or None,
+        "why_not": c.reason or None,
+        "top_is_faster_by": c.why or None,
+    }
+
+
+def compared_lines(result: Result) -> list[str]:
+    c = result.compared
+    if c is None:
+        return []
+    shown = ",".join(f"{k}={v}" for k, v in c.layout.items())
+    if c.candidate is None:
+        return ["", f"--compare {shown}: no plan: {c.reason}"]
+    pred = c.candidate.prediction
+    lines = [
+        "",
+        f"--compare {shown}: best knobs {describe(c.candidate.plan)}; "
+        f"{pred.tokens_per_s_per_gpu:.0f} tokens/s/GPU, memory {c.candidate.memory_gib:.0f} GiB; "
+        + (f"rank {c.rank}" if c.rank else f"below the {len(result.outcome.kept)} best plans"),
+    ]
+    if c.why:
+        lines.append(f"  the top plan: {c.why}")
+    return lines
+
+
 def to_json(result: Result) -> str:
     shown = result.shown
     o = result.outcome
@@ -103,6 +135,7 @@ def to_json(result: Result) -> str:
         "dropped_by_lint": [{"layout": c.plan.key(), "code": code} for c, code in result.dropped],
         "pruned": pruned_lines(result),
         "departures_from_seed": result.priors,
+        "compared": _compared_json(result),
         "search": {
             "layouts": o.visited,
             "timed": o.timed,
@@ -151,7 +184,7 @@ def to_text(result: Result) -> str:
         beats = f"; vs #{i + 2}: {why_better(c, nxt)}" if nxt else ""
         lines.append(f"   step: {parts}{beats}")
     if result.dropped:
-        lines += ["", "dropped by the linter (the emitted YAML has an error):"]
+        lines += ["", "dropped by the full check (every rank's memory, then the linter):"]
         lines += [f"  {c.plan.key()}: {code}" for c, code in result.dropped]
     pruned = pruned_lines(result)
     if pruned:
@@ -159,6 +192,7 @@ def to_text(result: Result) -> str:
         for dim, rows in pruned.items():
             for value, reason in rows.items():
                 lines.append(f"  {dim} {value}: {reason}")
+    lines += compared_lines(result)
     if result.priors:
         lines += ["", "where the ranking departs from the seed's rules of thumb:"]
         lines += [f"  - {text}" for text in result.priors]

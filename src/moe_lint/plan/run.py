@@ -10,12 +10,21 @@ the full rule set; a plan with an error finding is dropped under that finding's 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from moe_lint.errors import UsageError
 from moe_lint.plan.perf import Hardware, Plan
-from moe_lint.plan.search import Candidate, Outcome, Request, plan_values, search
+from moe_lint.plan.search import (
+    Candidate,
+    Outcome,
+    Request,
+    best_for,
+    plan_inputs,
+    plan_values,
+    search,
+)
 from moe_lint.plan.space import plan_from_values, precision_of
 
 #: --precision values and the Bridge mixed-precision recipe each writes.
@@ -48,6 +57,7 @@ class Options:
     top: int = 10
     gpus_per_node: int | None = None
     margin: float = 0.0
+    compare: dict[str, int] | None = None  # a layout to place among the plans (--compare)
 
 
 @dataclass
@@ -62,6 +72,18 @@ class Result:
     base_text: str
     base_is_yaml: bool
     lint_seconds: float = 0.0
+    compared: Compared | None = None
+
+
+@dataclass
+class Compared:
+    """A layout the user (or the seed) proposes, placed among the plans."""
+
+    layout: dict[str, int]
+    candidate: Candidate | None
+    reason: str  # why it has no plan ('' when it has one)
+    rank: int  # 1 + plans predicted faster; 0: slower than every kept plan
+    why: str  # why the top plan is faster
 
 
 def _base_document(opts: Options) -> tuple[Any, bool]:
@@ -83,7 +105,6 @@ def _base_document(opts: Options) -> tuple[Any, bool]:
 def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
     """The search request for the options (raises UsageError for what cannot be planned)."""
     # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
-    # Lazy: the linter's data path loads only to lint the plans shown.
     from moe_lint.analysis.memory_facts import config_values, model_inputs
     from moe_lint.analysis.params import Arch
     from moe_lint.config.memory_settings import memory_settings
@@ -156,7 +177,7 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
         fixed=dict(opts.fixed),
         max_ep=opts.max_ep,
         objective=opts.objective,
-        keep=max(opts.top, 10),
+        keep=opts.top + 3,  # spares for plans the full estimate or the linter drops
         base_flags=flags,
         margin=max(margin, opts.margin),
     )
@@ -170,7 +191,9 @@ def _gbs(opts: Options, seq: int, plain: dict[str, Any]) -> int:
         return max(1, opts.tokens_per_step // seq)
     if plain.get("gbs"):
         return int(plain["gbs"])
-    return max(1, 2**22 // seq)  # 4M tokens per step
+    # 4M tokens per step, and at least one sequence per 16 GPUs so the default batch alone
+    # does not force DP to 1 on a large cluster
+    return max(1, 2**22 // seq, max(opts.gpus) // 16)
 
 
 def _precision(opts: Options, values: dict[str, Any]) -> tuple[str, str | None, str | None]:
@@ -184,18 +207,25 @@ def _precision(opts: Options, values: dict[str, Any]) -> tuple[str, str | None, 
 
 def run(opts: Options, lint_top: bool = True) -> Result:
     """Search, then lint the plans to show (dropping any the linter rejects)."""
-    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
-    import time
-
     req, fs, is_yaml, mixed = build(opts)
     outcome = search(req)
     shown: list[Candidate] = []
     dropped: list[tuple[Candidate, str]] = []
     start = time.perf_counter()
     base_text = _base_text(opts, fs, is_yaml)
+    usable = (req.capacity_gib - req.memory_settings.headroom_gib) * (1.0 - req.margin)
     for cand in outcome.kept:
         if len(shown) >= opts.top:
             break
+        # the search screened ranks 0, 1 and the last; a shown plan is estimated on every rank
+        est = _bounds(req, cand.plan)
+        cand.lower_gib = est.lower_worst.total_gib
+        cand.memory_gib = est.worst.total_gib
+        if cand.memory_gib > usable:
+            dropped.append(
+                (cand, f"MEM001: rank {est.worst.stage} needs {cand.memory_gib:.1f} GiB")
+            )
+            continue
         if lint_top:
             code = _lint_error(req, cand, opts, fs, is_yaml, mixed)
             if code:
@@ -203,21 +233,26 @@ def run(opts: Options, lint_top: bool = True) -> Result:
                 continue
         shown.append(cand)
     lint_s = time.perf_counter() - start
-    for cand in shown:
-        est = _bounds(req, cand.plan)
-        cand.lower_gib = est.lower_worst.total_gib
-        cand.memory_gib = est.worst.total_gib
     priors = departures(req, shown, outcome)
+    compared = compare(req, shown, outcome, opts.compare) if opts.compare else None
     return Result(
-        req, outcome, shown, dropped, opts.model, mixed, priors, base_text, is_yaml, lint_s
+        req,
+        outcome,
+        shown,
+        dropped,
+        opts.model,
+        mixed,
+        priors,
+        base_text,
+        is_yaml,
+        lint_s,
+        compared,
     )
 
 
 def _bounds(req: Request, p: Plan) -> Any:
     # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
-    # Lazy: the planner loads only for `moe-lint plan`.
     from moe_lint.analysis.memory import estimate
-    from moe_lint.plan.search import plan_inputs
 
     values, facts = plan_inputs(req, p)
     return estimate(values, facts, req.memory_settings, req.capacity_gib, req.versions)
@@ -237,7 +272,6 @@ def _lint_error(
 ) -> str | None:
     """The first error code the linter gives the plan's emitted YAML (None: lints clean)."""
     # Lazy: the linter's data path loads only to lint the plans shown.
-    # Lazy: the planner loads only for `moe-lint plan`.
     from moe_lint.linting import lint_text
     from moe_lint.plan.emit import emit_text
 
@@ -270,6 +304,35 @@ def seed_cp(seq: int) -> int:
     return int(2 ** round(math.log2(raw)))
 
 
+def compare(
+    req: Request, shown: list[Candidate], outcome: Outcome, layout: dict[str, int]
+) -> Compared:
+    """Place ``layout`` (its fastest fitting knobs) among the plans and say why the top wins."""
+    world = int(layout.get("gpus", req.gpus[0]))
+    cand, reason = best_for(req, layout, world)
+    if cand is None:
+        return Compared(layout, None, reason, 0, "")
+    speed = cand.prediction.tokens_per_s_per_gpu
+    faster = [
+        c
+        for c in outcome.kept
+        if c.plan.key() != cand.plan.key() and c.prediction.tokens_per_s_per_gpu > speed
+    ]
+    # the search keeps only the best req.keep plans: below all of them the rank is unknown
+    rank = 1 + len(faster) if len(faster) < req.keep else 0
+    why = why_better(shown[0], cand) if shown and shown[0].plan.key() != cand.plan.key() else ""
+    return Compared(layout, cand, "", rank, why)
+
+
+def describe(p: Plan) -> str:
+    rec = ",".join(p.recompute) or "no recompute"
+    off = f", offload {p.offload:g}" if p.offload else ""
+    return (
+        f"TP {p.tp} PP {p.pp} VPP {p.vpp} CP {p.cp} EP {p.ep} ETP {p.etp} MBS {p.mbs}, "
+        f"{p.dispatcher}, {rec}{off}"
+    )
+
+
 def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[str]:
     """Where the top plan departs from the seed's rules of thumb, and why."""
     if not shown:
@@ -277,9 +340,16 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
     top = shown[0].plan
     out: list[str] = []
     cp0 = seed_cp(req.seq)
-    if top.cp != cp0:
-        reason = _best_with(outcome, "cp", cp0)
-        out.append(f"CP {top.cp}, not the seed's seq/4096 → {cp0}: {reason}")
+    if top.cp != cp0 and "cp" not in req.fixed:
+        cand, reason = best_for(req, {"cp": cp0}, top.world, defaults=False)
+        if cand is None:
+            out.append(f"CP {top.cp}, not the seed's seq/4096 → {cp0}: at CP {cp0}, {reason}")
+        else:
+            out.append(
+                f"CP {top.cp}, not the seed's seq/4096 → {cp0}: the best CP {cp0} plan "
+                f"({describe(cand.plan)}) makes {cand.prediction.tokens_per_s_per_gpu:.0f} "
+                f"tokens/s/GPU; the top plan {why_better(shown[0], cand)}"
+            )
     if top.dp == 1 and any(c.plan.dp > 1 for c in outcome.kept):
         out.append(
             "DP is 1 (the seed says keep DP alive): the kept plans with DP > 1 are predicted slower"
@@ -295,14 +365,6 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
     if top.offload:
         out.append(f"optimizer CPU offload {top.offload:g}: without it the layout does not fit")
     return out
-
-
-def _best_with(outcome: Outcome, dim: str, value: int) -> str:
-    reasons = outcome.pruned.get(dim, {}).get(str(value))
-    if not reasons:
-        return "no layout with it was feasible"
-    reason, count = reasons.most_common(1)[0]
-    return f"{reason} ({count} layouts)"
 
 
 def why_better(a: Candidate, b: Candidate) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -389,7 +389,7 @@ class _Memory:
         k = self.key(p)
         if k not in self.cache:
             self.checks += 1
-            ranks = frozenset({0, 1, p.pp // 2, p.pp - 1})
+            ranks = frozenset({0, 1, p.pp - 1})  # screening: run() re-checks every rank
             self.cache[k] = self.estimate(p, bounds=False, ranks=ranks).worst.total_gib
         return self.cache[k]
 
@@ -563,8 +563,8 @@ def search(req: Request) -> Outcome:
                 slower = True  # this rung and every costlier one cannot enter the kept set
                 break
             if floor is None:
-                # one check with the most memory-saving rung: a layout that does not fit with
-                # it fits with none
+                # one check with the most memory-saving rung first: a layout that does not fit
+                # with it fits with none
                 most = _plan(
                     req, lay, world, dispatcher=disp, recompute=saving[0], offload=saving[1]
                 )
@@ -599,7 +599,7 @@ def search(req: Request) -> Outcome:
                 )
             continue
         kept.append(found)
-        kept.sort(key=lambda c: -_score(req, c))
+        kept.sort(key=lambda c: _rank_key(req, c))
         if len(kept) > req.keep:
             drop = kept.pop()
             _count_kept_out(pruned, drop)
@@ -674,31 +674,43 @@ def _count_kept_out(pruned: _Pruned, c: Candidate) -> None:
     pruned.add(dims, "fits, ranked below the kept plans")
 
 
+def _rank_key(req: Request, c: Candidate) -> tuple[float, ...]:
+    """Best score first; between plans the model cannot tell apart (within 0.1 %), the simpler
+    one: smaller CP, TP, PP, VPP, MBS, EP, then less recompute and offload."""
+    p = c.plan
+    score = _score(req, c)
+    coarse = round(math.log(max(score, 1e-9)) / math.log(1.001)) if score > 0 else score
+    return (-coarse, p.cp, p.tp, p.pp, p.vpp, p.mbs, p.ep, len(p.recompute), p.offload)
+
+
 def _score(req: Request, c: Candidate) -> float:
     tput = c.prediction.tokens_per_s_per_gpu
     return tput if req.objective == "throughput" else -c.plan.world + tput * 1e-9
 
 
-def time_plan(req: Request, p: Plan) -> tuple[Prediction, float]:
-    """A given plan's prediction and central memory (to place a published layout)."""
-    model = Model.build(req.arch, req.hardware, req.seq, req.values)
-    return model.predict(p), _Memory(req).central(p)
+LAYOUT_DIMS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")
 
 
-def with_knobs(p: Plan, **changes: Any) -> Plan:
-    return replace(p, **changes)
-
-
-def iter_dims(p: Plan) -> Iterable[tuple[str, Any]]:
-    yield from (
-        ("tp", p.tp),
-        ("cp", p.cp),
-        ("pp", p.pp),
-        ("vpp", p.vpp),
-        ("ep", p.ep),
-        ("etp", p.etp),
-        ("mbs", p.mbs),
-        ("dispatcher", p.dispatcher),
-        ("recompute", ",".join(p.recompute) or "none"),
-        ("offload", p.offload),
-    )
+def best_for(
+    req: Request, layout: Mapping[str, int], world: int, defaults: bool = True
+) -> tuple[Candidate | None, str]:
+    """The fastest plan with the ``layout`` values fixed (knobs and any unfixed size free), or
+    why there is none: the rule that rejects it, or the memory it needs. ``defaults`` fixes
+    what a written layout leaves out as Bridge does (ETP 1, VPP 1) and MBS 1."""
+    fixed = {**req.fixed, **{k: int(v) for k, v in layout.items() if k in LAYOUT_DIMS}}
+    if defaults:
+        for name in ("etp", "mbs", "vpp"):
+            fixed.setdefault(name, 1)
+    sub = replace(req, fixed=fixed, gpus=(world,), keep=1)
+    pruned = _Pruned()
+    lays = list(_feasible_layouts(sub, world, pruned))
+    if not lays:
+        reasons = Counter({reason: n for (_, _, reason), n in pruned.flat.items()})
+        return None, reasons.most_common(1)[0][0] if reasons else "no such layout"
+    outcome = search(sub)
+    if outcome.kept:
+        return outcome.kept[0], ""
+    reasons = Counter()
+    for values in outcome.pruned.get("tp", {}).values():
+        reasons.update(values)
+    return None, reasons.most_common(1)[0][0] if reasons else "does not fit"
