@@ -242,14 +242,32 @@ def median_log_error(pred: list[float]) -> float:
     )
 
 
+#: Where every fit starts (the whole-set fit and each cross-validation fold alike), so a
+#: fold never starts from values the held-out rows shaped.
+START: dict[str, Any] = {
+    "gemm_efficiency": {"bf16": 0.5, "fp8": 0.4, "fp4": 0.3},
+    "attention_efficiency": 0.45,
+    "gemm_half_rows": 128.0,
+    "elementwise_passes": 40.0,
+    "routed_copy_passes": 12.0,
+    "launch_us_per_layer": 200.0,
+    "cuda_graph_factor": 0.5,
+    "cp_step_us": 30.0,
+}
+
+
 def calibrate(log: Callable[[str], None] = print, only: set[int] | None = None) -> dict[str, Any]:
-    """Coordinate descent on the calibrated constants (multiplicative steps, a few passes),
-    fitted on the rows ``only`` (all by default)."""
+    """Coordinate descent on the calibrated constants from :data:`START` (multiplicative steps,
+    a few passes), fitted on the rows ``only`` (all by default)."""
+    import copy
+
     from moe_lint.plan.perf import constants
 
     cal = constants()["calibrated"]
+    cal.clear()
+    cal.update(copy.deepcopy(START))
     best = objective(predictions(fresh=True), only)
-    log(f"start: median |log err| {best:.4f}")
+    log(f"start: mean capped |log err| {best:.4f}")
     for step in (1.5, 1.25, 1.1, 1.04, 1.015):
         improved = True
         while improved:
@@ -274,11 +292,8 @@ def calibrate(log: Callable[[str], None] = print, only: set[int] | None = None) 
 def cross_validate(log: Callable[[str], None] = print) -> float:
     """Two folds by model (the models alternate between them in name order): fit on one, predict
     the other; the median |error| of those out-of-fold predictions."""
-    import copy
-
     from moe_lint.plan.perf import constants
 
-    saved = copy.deepcopy(constants()["calibrated"])
     models = sorted({r.model for r in rows()})
     fold = {m: i % 2 for i, m in enumerate(models)}
     errors: list[float] = []
@@ -287,8 +302,7 @@ def cross_validate(log: Callable[[str], None] = print) -> float:
         calibrate(lambda _: None, train)
         pred = predictions(fresh=True)
         errors += [pred[i] / r.published - 1 for i, r in enumerate(rows()) if i not in train]
-        constants()["calibrated"].clear()
-        constants()["calibrated"].update(copy.deepcopy(saved))
+    constants.cache_clear()  # back to the whole-set fit as planner.yaml holds it
     predictions(fresh=True)
     result = statistics.median(abs(e) for e in errors)
     log(f"2-fold by model, out-of-fold median |error|: {result:.3f}")
@@ -397,7 +411,7 @@ def searched() -> list[dict[str, Any]]:
     """(a) and (d): per published (model, GPU, count, precision), the planner's search from the
     row's own config (its settings kept), with the row's sequence and global batch."""
     from moe_lint.plan.run import Options, build
-    from moe_lint.plan.search import _feasible_layouts, _Memory, _Pruned, _usable, search
+    from moe_lint.plan.search import _feasible_layouts, _Memory, _Pruned, _usable, best_for, search
 
     seen: set[tuple[str, str, int, str]] = set()
     out: list[dict[str, Any]] = []
@@ -430,8 +444,8 @@ def searched() -> list[dict[str, Any]]:
             for d in _feasible_layouts(req, world, _Pruned())
         ]
         rules_ok = lay in layouts
-        need = _Memory(req).central(pub)
-        fits = need <= _usable(req)
+        need = _Memory(req).lower(pub)  # MEM001's criterion: the lower bound within usable
+        fits = need <= _usable(req) * (1 + req.margin)
         outcome = search(req)
         pub_speed = _model(i).predict(pub).tokens_per_s_per_gpu
         top = outcome.kept[0].prediction.tokens_per_s_per_gpu if outcome.kept else 0.0
@@ -440,6 +454,7 @@ def searched() -> list[dict[str, Any]]:
             for c in outcome.kept
             if c.plan.key() != pub.key() and c.prediction.tokens_per_s_per_gpu > pub_speed
         ]
+        own, _ = best_for(req, lay, world)  # the published layout with the planner's knobs
         out.append(
             {
                 "row": r.file.removesuffix(".yaml"),
@@ -450,6 +465,7 @@ def searched() -> list[dict[str, Any]]:
                 "published": pub_speed,
                 "top": top,
                 "rank": len(faster) + 1,
+                "planner_knobs": own.prediction.tokens_per_s_per_gpu if own else 0.0,
                 "seconds": outcome.seconds,
                 "layouts": outcome.visited,
             }
@@ -460,19 +476,30 @@ def searched() -> list[dict[str, Any]]:
 def render_search() -> str:
     res = searched()
     a = sum(1 for x in res if x["rules"] and x["fits"])
-    d1 = sum(1 for x in res if x["top"] >= x["published"] * (1 - 1e-9))
+    # plans within 0.1 % rank the simpler first (search._rank_key): "at least as fast" allows it
+    d1 = sum(1 for x in res if x["top"] >= x["published"] * 0.999)
+    d1k = sum(1 for x in res if x["top"] >= x["planner_knobs"] * 0.999)
     d2 = sum(1 for x in res if x["rank"] <= 10)
+    near = sum(1 for x in res if x["published"] >= x["top"] * 0.95)
     out = [
         "",
         "## (a) and (d): the search on every published (model, GPU, count, precision)",
         "",
-        f"- (a) published layout passes the rule filters and fits: **{a} of {len(res)}**",
-        f"- (d) top plan predicted at least as fast as the published one: **{d1} of {len(res)}**",
+        "Each search starts from the row's own config (its overlap, CUDA-graph and precision "
+        "settings kept) with the row's GPU count, sequence length and global batch; every other "
+        "dimension is free. Memory passes when the lower bound fits (MEM001's criterion).",
+        "",
+        f"- (a) published layout passes the rule and memory filters: **{a} of {len(res)}**",
+        f"- (d) top plan predicted at least as fast as the published layout with its own knobs: "
+        f"**{d1} of {len(res)}**; as the published layout with the planner's knobs (it takes "
+        f"the cheapest recompute/offload whose central estimate fits): **{d1k} of {len(res)}**",
         f"- (d) published layout in the top 10: **{d2} of {len(res)}**",
+        f"- published layout predicted within 5 % of the top plan: **{near} of {len(res)}**",
         f"- layouts searched per row: median {statistics.median(x['layouts'] for x in res):.0f}, "
         f"max {max(x['layouts'] for x in res)}",
         "",
-        "| row | rules | memory GiB (usable) | published layout tok/s/GPU | top plan | rank |",
+        "| row | rules | lower-bound memory GiB (usable) | published layout tok/s/GPU | top plan "
+        "| rank |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for x in res:
@@ -490,13 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args(argv)
     if args.calibrate:
-        cal = calibrate()
-        write_calibration(cal)
-        held_out = cross_validate()
-        in_sample = statistics.median(abs(e) for e in errors(predictions(fresh=True)))
-        write_record(in_sample, held_out)
         from moe_lint.plan.perf import constants
 
+        write_calibration(calibrate())
+        held_out = cross_validate()  # ends with planner.yaml's (rounded) constants loaded
+        in_sample = statistics.median(abs(e) for e in errors(predictions(fresh=True)))
+        write_record(in_sample, held_out)
         constants.cache_clear()
     text = render() + render_search()
     return write_or_check(OUT, text, check=args.check, command="python tools/planner_report.py")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from moe_lint.analysis.params import (
     Arch,
@@ -1508,7 +1508,7 @@ def estimate(
     capacity_gib: float | None = None,
     versions: Mapping[str, Version] | None = None,
     *,
-    bounds: bool = True,
+    bounds: bool | Literal["lower", "lower-only"] = True,
     ranks: frozenset[int] | None = None,
     arch: Arch | None = None,
 ) -> Estimate:
@@ -1519,14 +1519,17 @@ def estimate(
     (:data:`INPUTS`, as memory_facts.model_inputs gives them) and optionally derive's
     ``placement``; ``versions`` the framework versions the user stated (package key ->
     Version; the newest release otherwise). ``bounds`` adds the lower bound and the band
-    (levers compare central estimates only). ``ranks`` limits the estimate to those pipeline
-    ranks (the planner's search screens the first, middle and last; a plan it shows gets
-    every rank); ``arch`` is the architecture already read from ``values`` (the planner reads it
-    once for thousands of estimates). Raises :class:`MemoryInputError` when a size, the model
-    dimensions or the sequence length are missing.
+    (levers compare central estimates only); ``"lower"`` adds the lower bound alone;
+    ``"lower-only"`` computes only the lower bound (``stages`` then hold it too). ``ranks``
+    limits the estimate to those pipeline ranks (the planner's search screens ranks 0, 1 and
+    the last; a plan it shows gets every rank); ``arch`` is the architecture already read
+    from ``values`` (the planner reads it once for thousands of estimates). Raises
+    :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
+    missing.
     """
     settings = settings or MemorySettings()
-    ctx = _context(values, facts, settings, versions, arch=arch)
+    ctx = _context(values, facts, settings, versions, arch=arch,
+                   mode="lower" if bounds == "lower-only" else "central")  # fmt: skip
     params = _layer_params(ctx.arch, ctx.tp)
     placement = _placement(ctx, facts)
     if ranks is not None:
@@ -1535,8 +1538,10 @@ def estimate(
     worst = max(stages, key=lambda s: s.total_gib)
     lower: tuple[StageEstimate, ...] = ()
     upper: tuple[StageEstimate, ...] = ()
-    if bounds:
-        for mode in ("lower", "upper"):
+    if bounds == "lower-only":  # the bound alone (the planner's MEM001 screen)
+        lower = stages
+    elif bounds:
+        for mode in ("lower",) if bounds == "lower" else ("lower", "upper"):
             other = replace(ctx, mode=mode, assumptions=[])
             result = _stages(other, placement, params)
             if mode == "lower":

@@ -405,7 +405,7 @@ class Model:
             t += t_dense * 0.15 * c.attn_proj / total_dense
         if "layernorm" in mods:
             t += t_elem * 0.15
-        if ("moe_act" in mods and c.moe) or ("mlp" in mods and not c.moe):
+        if ("moe_act" in mods and c.moe) or ("mlp" in mods and c.dense_mlp):
             t += t_elem * 0.1
         if "mlp" in mods and c.dense_mlp and total_dense:
             t += t_dense * c.dense_mlp / total_dense
@@ -510,7 +510,8 @@ class Model:
         self._dp.clear()
 
     def ep_time(self, p: Plan) -> float:
-        """EP all-to-all seconds per micro-batch over every layer (to choose the dispatcher)."""
+        """EP all-to-all seconds per micro-batch of one layer of each distinct kind (enough to
+        choose the dispatcher: every kind's time scales alike with it)."""
         return sum(self._layer(c, p)[4] for c in self.kinds)
 
     def counts(self, tp: int) -> Any:

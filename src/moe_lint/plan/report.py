@@ -39,6 +39,7 @@ def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
         "dispatcher": p.dispatcher,
         "precision": p.precision,
         "memory_gib": {"lower": c.lower_gib, "central": c.memory_gib, "usable": c.usable_gib},
+        "memory_verdict": c.verdict,
         "step_s": pred.step_s,
         "tokens_per_s_per_gpu": pred.tokens_per_s_per_gpu,
         "model_tflops_per_gpu": pred.model_tflops_per_gpu,
@@ -169,6 +170,7 @@ def to_text(result: Result) -> str:
     for i, c in enumerate(shown):
         p, pred = c.plan, c.prediction
         mem = f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+        mem += "" if c.verdict == "fits" else "!"
         lines.append(
             f"{i + 1:>2} {p.world:>5} {p.tp:>2} {p.pp:>2} {p.vpp:>3} {p.cp:>3} {p.ep:>3} "
             f"{p.etp:>3} {p.dp:>3} {p.mbs:>3} {p.microbatches:>4}  {_recompute(c)[:28]:<28} "
@@ -196,10 +198,17 @@ def to_text(result: Result) -> str:
     if result.priors:
         lines += ["", "where the ranking departs from the seed's rules of thumb:"]
         lines += [f"  - {text}" for text in result.priors]
+    if any(c.verdict != "fits" for c in shown):
+        lines += [
+            "",
+            "! may not fit: the central estimate is within the warning headroom or "
+            "over it; the lower bound fits (MEM002, not MEM001)",
+        ]
     lines += [
         "",
-        f"searched {o.visited} layouts, timed {o.timed} plans, {o.memory_checks} memory "
-        f"estimates, {len(o.kept)} kept, in {o.seconds:.2f} s; the shown plans lint clean "
+        f"{o.visited} layouts past the rules ({o.prunes} rule prunes), {o.timed} plans timed, "
+        f"{o.memory_checks} memory estimates ({o.inferred} layouts over by dominance), "
+        f"{len(o.kept)} kept, in {o.seconds:.2f} s; the shown plans lint clean "
         f"(`--emit N` writes one).",
     ]
     return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ from moe_lint.plan.search import (
     Outcome,
     Request,
     best_for,
+    fitting_rungs,
     plan_inputs,
     plan_values,
     search,
@@ -56,7 +57,6 @@ class Options:
     objective: str = "throughput"
     top: int = 10
     gpus_per_node: int | None = None
-    margin: float = 0.0
     compare: dict[str, int] | None = None  # a layout to place among the plans (--compare)
 
 
@@ -137,7 +137,7 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
     hw = Hardware.from_spec(fs.gpu, spec)
     if precision not in hw.peak_tflops:
         raise UsageError(f"{fs.gpu} has no {precision} tensor cores (--precision)")
-    mem, _, margin = memory_settings(fs.memory, "memory settings")
+    mem, warn, margin = memory_settings(fs.memory, "memory settings")
     capacity = facts.values["gpu_hbm_gib"].value if "gpu_hbm_gib" in facts.values else None
     if capacity is None:
         raise UsageError(f"no memory capacity known for {fs.gpu}")
@@ -179,7 +179,8 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
         objective=opts.objective,
         keep=opts.top + 3,  # spares for plans the full estimate or the linter drops
         base_flags=flags,
-        margin=max(margin, opts.margin),
+        margin=margin,
+        warn=warn,
     )
     return req, fs, is_yaml, mixed
 
@@ -213,7 +214,6 @@ def run(opts: Options, lint_top: bool = True) -> Result:
     dropped: list[tuple[Candidate, str]] = []
     start = time.perf_counter()
     base_text = _base_text(opts, fs, is_yaml)
-    usable = (req.capacity_gib - req.memory_settings.headroom_gib) * (1.0 - req.margin)
     for cand in outcome.kept:
         if len(shown) >= opts.top:
             break
@@ -221,11 +221,13 @@ def run(opts: Options, lint_top: bool = True) -> Result:
         est = _bounds(req, cand.plan)
         cand.lower_gib = est.lower_worst.total_gib
         cand.memory_gib = est.worst.total_gib
-        if cand.memory_gib > usable:
+        verdict = est.verdict(req.warn, req.margin)
+        if verdict == "does NOT fit":
             dropped.append(
-                (cand, f"MEM001: rank {est.worst.stage} needs {cand.memory_gib:.1f} GiB")
+                (cand, f"MEM001: rank {est.lower_worst.stage} needs ≥ {cand.lower_gib:.1f} GiB")
             )
             continue
+        cand.verdict = str(verdict)
         if lint_top:
             code = _lint_error(req, cand, opts, fs, is_yaml, mixed)
             if code:
@@ -360,11 +362,30 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
             f"TP {top.tp} / ETP·EP {top.ep * top.etp} leave the NVLink domain of {dom}: "
             "predicted faster despite the exposed scale-out all-to-all"
         )
-    if "full" in top.recompute:
-        out.append("full recompute (the seed says selective first): no selective set fits")
-    if top.offload:
-        out.append(f"optimizer CPU offload {top.offload:g}: without it the layout does not fit")
+    if "full" in top.recompute or top.offload:
+        rungs = fitting_rungs(req, top)
+        if "full" in top.recompute:
+            selective = [r for r in rungs if "full" not in r[0]]
+            out.append(
+                "full recompute (the seed says selective first): "
+                + ("no selective set fits this layout" if not selective else
+                   "predicted faster than the selective sets that fit "
+                   f"({', '.join(_rung_text(r) for r in selective[:2])})")
+            )  # fmt: skip
+        if top.offload:
+            kept_on = [r for r in rungs if r[1] == 0]
+            out.append(
+                f"optimizer CPU offload {top.offload:g}: "
+                + ("without it no recompute set makes this layout fit" if not kept_on else
+                   "predicted faster than without it, which needs "
+                   f"{_rung_text(kept_on[0])}")
+            )  # fmt: skip
     return out
+
+
+def _rung_text(rung: tuple[tuple[str, ...], float]) -> str:
+    rec = ",".join(rung[0]) or "no recompute"
+    return rec + (f" + offload {rung[1]:g}" if rung[1] else "")
 
 
 def why_better(a: Candidate, b: Candidate) -> str:

@@ -2,8 +2,9 @@
 
 1. **Enumerate** TP, CP, PP, VPP, EP, ETP and MBS for every GPU count, pruning with the
    arithmetic of the linter's own rules (each pruned candidate is counted under the rule code
-   that would reject it: PAR001, PAR002, MOE001, ATT001, ATT002, SEQ001, SEQ002, BAT001,
-   BAT002, PP008, PP009, DSP005, DSP010, DSP011).
+   that would reject it: ATT001, ATT002, SEQ001, SEQ002, PAR001, PAR002, PP007, PP008, PP009,
+   BAT001; EP runs over the divisors of the expert count, so MOE001 never fires; dispatchers
+   under DSP005, DSP010, DSP011).
 2. **Bound**: every surviving layout gets its optimistic time (no recompute, no offload, the
    fastest allowed dispatcher); layouts are visited best first.
 3. **Knobs**: per layout, the recompute and offload ladder is tried in order of predicted
@@ -52,11 +53,12 @@ class Request:
     fixed: dict[str, Any] = field(default_factory=dict)
     max_ep: int | None = None
     max_tp: int = 8
-    mbs_choices: tuple[int, ...] = (1, 2, 4)
+    mbs_choices: tuple[int, ...] = (1, 2, 4, 8)
     objective: str = "throughput"  # or "gpus"
     keep: int = 10
     base_flags: dict[str, bool] = field(default_factory=dict)
-    margin: float = 0.0  # memory error margin (fraction of usable)
+    margin: float = 0.0  # MEM001's error margin (memory_settings; fraction of usable)
+    warn: float = 0.05  # MEM002's warning fraction
 
 
 @dataclass
@@ -67,20 +69,20 @@ class Candidate:
     lower_gib: float | None = None
     usable_gib: float = 0.0
     layout_text: str | None = None
-    departures: list[str] = field(default_factory=list)
+    verdict: str = "fits"  # or "may not fit": the central estimate is over, the lower bound not
 
 
 @dataclass
 class Outcome:
     kept: list[Candidate]
     pruned: dict[str, dict[str, Counter[str]]]  # dimension -> value -> reason counts
-    visited: int = 0  # layouts enumerated
-    feasible: int = 0  # layouts past the rule filters
+    visited: int = 0  # layouts past the rule filters (each timed once for its bound)
+    prunes: int = 0  # rule prunes (each cuts a subtree of the enumeration)
     timed: int = 0  # plans timed
     memory_checks: int = 0
     seconds: float = 0.0
     model: Model | None = None
-    notes: list[str] = field(default_factory=list)
+    inferred: int = 0  # layouts rejected by memory dominance without an estimate
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -101,8 +103,10 @@ class _Pruned:
 
     def __init__(self) -> None:
         self.flat: dict[tuple[str, Any, str], int] = {}
+        self.events = 0  # prunes (one stands for the whole subtree it cuts), for the report
 
     def add(self, dims: Mapping[str, Any], reason: str) -> None:
+        self.events += 1
         flat = self.flat
         for name, value in dims.items():
             key = (name, value, reason)
@@ -190,6 +194,8 @@ def recompute_ladder(arch: Arch, precision: str, fp8_recipe: str | None) -> list
         light = ["moe_act", "layernorm"] if arch.is_moe else ["layernorm"]
     up = ["mla_up_proj"] if mla else []
     out: list[tuple[str, ...]] = [()]
+    if "moe_act" in light:
+        out.append(("moe_act",))  # the cheapest label alone (Bridge's Nemotron recipes use it)
     if light:
         out.append(tuple(light))
     if up or light:
@@ -206,6 +212,10 @@ def recompute_ladder(arch: Arch, precision: str, fp8_recipe: str | None) -> list
 
 OFFLOAD_LADDER = (0.0, 0.5, 1.0)
 
+#: The search tries MBS > 1 only while a micro-batch stays within this many tokens: past it the
+#: GEMMs are long saturated (g(m) ≈ 1) and a bigger micro-batch only multiplies activations.
+MAX_MICROBATCH_TOKENS = 65536
+
 
 # ------------------------------------------------------------------------------ the search
 
@@ -216,11 +226,10 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
     hw = req.hardware
     experts = a.num_moe_experts or 0
     fx = req.fixed
-    tps = [t for t in _pow2_upto(min(req.max_tp, 64)) if t <= world]
-    cps = [c for c in _pow2_upto(256) if c <= world]
+    # a value fixed with --set is tried even off the grid
+    tps = [int(fx["tp"])] if "tp" in fx else [t for t in _pow2_upto(req.max_tp) if t <= world]
+    cps = [int(fx["cp"])] if "cp" in fx else [c for c in _pow2_upto(256) if c <= world]
     for tp in tps:
-        if "tp" in fx and tp != fx["tp"]:
-            continue
         if a.num_attention_heads % tp:
             pruned.add({"tp": tp}, "ATT001: num_attention_heads % TP != 0")
             continue
@@ -231,9 +240,7 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
             )
             continue
         for cp in cps:
-            if "cp" in fx and cp != fx["cp"]:
-                continue
-            if req.seq % (2 * cp):
+            if cp > 1 and req.seq % (2 * cp):
                 pruned.add({"cp": cp}, f"SEQ001: seq {req.seq} % (2·CP) != 0")
                 continue
             if tp > 1 and req.seq % (tp * cp):
@@ -242,14 +249,21 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
             if world % (tp * cp):
                 pruned.add({"tp": tp, "cp": cp}, f"PAR001: {world} GPUs % (TP·CP) != 0")
                 continue
-            for pp in _divisors(world // (tp * cp)):
-                if "pp" in fx and pp != fx["pp"]:
-                    continue
+            pps = _divisors(world // (tp * cp))
+            if "pp" in fx:
+                pp0 = int(fx["pp"])
+                if pp0 not in pps:
+                    pruned.add({"pp": pp0}, f"PAR001: {world} GPUs % (TP·CP·PP) != 0")
+                pps = [pp0] if pp0 in pps else []
+            for pp in pps:
                 if pp > a.num_layers:
                     pruned.add({"pp": pp}, f"PP007: PP > {a.num_layers} layers")
                     continue
                 dp = world // (tp * cp * pp)
                 for vpp in _vpps(req, pp):
+                    if pp == 1 and vpp > 1:
+                        pruned.add({"vpp": vpp}, "PP008: virtual stages with PP = 1")
+                        continue
                     if pp * vpp > a.num_layers + 1:
                         pruned.add({"vpp": vpp}, "PP007: more stages than layers")
                         continue
@@ -261,7 +275,10 @@ def _vpps(req: Request, pp: int) -> list[int]:
         return [int(req.fixed["vpp"] or 1)]
     if pp == 1:
         return [1]
-    return [1, 2, 4, 8]
+    layers = req.arch.num_layers
+    # powers of two (uneven chunks take a layout string) and every even split of the layers
+    even = [v for v in range(3, layers // pp + 1) if layers % (pp * v) == 0]
+    return sorted({1, 2, 3, 4, 6, 8, *even})
 
 
 def _expert_layouts(
@@ -280,20 +297,22 @@ def _expert_layouts(
     eps = _divisors(experts) if experts else [1]
     if req.max_ep:
         eps = [e for e in eps if e <= req.max_ep]
+    if "ep" in fx:
+        eps = [int(fx["ep"])]
     for ep in eps:
-        if "ep" in fx and ep != fx["ep"]:
+        if experts and experts % ep:
+            pruned.add({"ep": ep}, f"MOE001: {experts} experts % EP != 0")
             continue
-        for etp in sorted({1, tp}):
-            if "etp" in fx and etp != fx["etp"]:
-                continue
+        for etp in [int(fx["etp"])] if "etp" in fx else sorted({1, tp}):
             if world % (etp * ep * pp):
                 pruned.add(
                     {"ep": ep, "etp": etp},
                     f"PAR002: needs a multiple of ETP·EP·PP = {etp * ep * pp} GPUs",
                 )
                 continue
-            for mbs in req.mbs_choices:
-                if "mbs" in fx and mbs != fx["mbs"]:
+            for mbs in [int(fx["mbs"])] if "mbs" in fx else req.mbs_choices:
+                if mbs > 1 and mbs * req.seq > MAX_MICROBATCH_TOKENS and "mbs" not in fx:
+                    pruned.add({"mbs": mbs}, f"planner bound: MBS·seq > {MAX_MICROBATCH_TOKENS}")
                     continue
                 if req.gbs % (mbs * dp):
                     pruned.add({"mbs": mbs}, f"BAT001: GBS {req.gbs} % (MBS·DP = {mbs * dp}) != 0")
@@ -316,17 +335,21 @@ def _expert_layouts(
                 }
 
 
-def _dispatchers(req: Request, ep: int, etp: int) -> list[str]:
+def _dispatchers(req: Request, ep: int, etp: int, pruned: _Pruned | None = None) -> list[str]:
     """Dispatchers Bridge accepts for this group (DSP005, DSP010, DSP011)."""
     out = []
     for d in req.dispatchers:
+        why = None
         if d in ("deepep", "hybridep") and ep * etp == 1:
-            continue  # DSP005
-        if d == "deepep" and req.hardware.domain > 8:
-            continue  # DSP010: DeepEP on GB200/GB300 NVL72
-        if d == "deepep" and (ep * etp > 160 or (ep * etp) % 8):
-            continue  # DSP011
-        out.append(d)
+            why = "DSP005: DeepEP/HybridEP with a dispatch group of one rank"
+        elif d == "deepep" and req.hardware.domain > 8:
+            why = "DSP010: DeepEP on GB200/GB300 NVL72"
+        elif d == "deepep" and (ep * etp > 160 or (ep * etp) % 8):
+            why = "DSP011: DeepEP needs a dispatch group of 8..160 ranks, a multiple of 8"
+        if why is None:
+            out.append(d)
+        elif pruned is not None:
+            pruned.add({"dispatcher": d}, why)
     return out or ["alltoall"]
 
 
@@ -367,6 +390,7 @@ class _Memory:
     def __init__(self, req: Request) -> None:
         self.req = req
         self.cache: dict[tuple[Any, ...], float] = {}
+        self.lower_cache: dict[tuple[Any, ...], float] = {}
         self.checks = 0
 
     def key(self, p: Plan) -> tuple[Any, ...]:
@@ -393,7 +417,18 @@ class _Memory:
             self.cache[k] = self.estimate(p, bounds=False, ranks=ranks).worst.total_gib
         return self.cache[k]
 
-    def estimate(self, p: Plan, bounds: bool, ranks: frozenset[int] | None = None) -> Any:
+    def lower(self, p: Plan, first_rank: bool = False) -> float:
+        """The lower bound MEM001 judges (what the plan needs at least) on the screened ranks,
+        or on rank 0 alone (``first_rank``: enough to reject, since the worst is no less)."""
+        ranks = frozenset({0}) if first_rank else frozenset({0, 1, p.pp - 1})
+        k = ("lower", ranks, *self.key(p))
+        if k not in self.lower_cache:
+            self.checks += 1
+            est = self.estimate(p, bounds="lower-only", ranks=ranks)
+            self.lower_cache[k] = est.lower_worst.total_gib
+        return self.lower_cache[k]
+
+    def estimate(self, p: Plan, bounds: Any, ranks: frozenset[int] | None = None) -> Any:
         # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
         from moe_lint.analysis.memory import estimate
 
@@ -510,7 +545,8 @@ def search(req: Request) -> Outcome:
     pruned = _Pruned()
     model = Model.build(req.arch, req.hardware, req.seq, req.values)
     memory = _Memory(req)
-    usable = _usable(req) * (1.0 - req.margin)
+    usable = _usable(req)  # the central estimate within it: "fits"
+    hard = usable * (1.0 + req.margin)  # the lower bound over it: MEM001 ("does NOT fit")
     ladder = recompute_ladder(req.arch, req.precision, req.fp8_recipe)
     if "recompute" in req.fixed:
         ladder = [tuple(req.fixed["recompute"])]
@@ -525,7 +561,7 @@ def search(req: Request) -> Outcome:
             dkey = (lay["tp"], lay["cp"], lay["ep"], lay["etp"], lay["mbs"])
             disp = chosen.get(dkey, "")
             if not disp:
-                allowed = _dispatchers(req, lay["ep"], lay["etp"])
+                allowed = _dispatchers(req, lay["ep"], lay["etp"], pruned)
                 disp = chosen[dkey] = min(
                     allowed, key=lambda d: model.ep_time(_plan(req, lay, world, dispatcher=d))
                 )
@@ -541,6 +577,8 @@ def search(req: Request) -> Outcome:
     options = _by_cost(model, req, options)
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
+    rejected: dict[tuple[Any, ...], list[tuple[tuple[int, ...], float]]] = {}
+    inferred = 0
     timed = 0
     for score, world, lay, disp in bounds:
         if len(kept) >= req.keep and score <= _score(req, kept[-1]):
@@ -550,10 +588,12 @@ def search(req: Request) -> Outcome:
             )
             continue
         found = None
-        smallest = math.inf
         slower = False
-        floor: float | None = None
         dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
+        # the most memory-saving rung, checked once: if even its lower bound is over, MEM001
+        # rejects every rung; if its central estimate is over, no rung fits centrally and the
+        # layout can only pass as "may not fit" (MEM002), judged on the lower bound
+        floor: tuple[float, float | None] | None = None
         for rec, off in options:
             p = _plan(req, lay, world, dispatcher=disp, recompute=rec, offload=off)
             pred = model.predict(p)
@@ -563,40 +603,61 @@ def search(req: Request) -> Outcome:
                 slower = True  # this rung and every costlier one cannot enter the kept set
                 break
             if floor is None:
-                # one check with the most memory-saving rung first: a layout that does not fit
-                # with it fits with none
+                # dominance: memory falls as TP, CP, EP or ETP grow with PP, VPP, MBS and the
+                # world fixed (weights, grads and activations shard further; optimizer shards
+                # keep their DP·CP / EDP product; a full pipeline keeps PP·VPP micro-batches in
+                # flight). A layout no bigger in any of them than one that is over even with
+                # the most-saving rung is over too.
+                group = (lay["pp"], lay["vpp"], lay["mbs"], disp, world)
+                full = req.gbs // (lay["mbs"] * lay["dp"]) >= lay["pp"] * lay["vpp"]
+                sizes = (lay["tp"], lay["cp"], lay["ep"], lay["etp"])
+                over = next(
+                    (need for big, need in rejected.get(group, ())
+                     if all(a <= b for a, b in zip(sizes, big, strict=True))),
+                    None,
+                ) if full else None  # fmt: skip
+                if over is not None:
+                    floor = (math.inf, over)
+                    inferred += 1
+                    break
                 most = _plan(
                     req, lay, world, dispatcher=disp, recompute=saving[0], offload=saving[1]
                 )
-                floor = memory.central(most)
-                if floor > usable:
+                low = memory.lower(most, first_rank=True)
+                if low <= hard and most.pp > 1:
+                    low = memory.lower(most)
+                if low > hard:  # MEM001 for every rung
+                    floor = (math.inf, low)
+                    if full:
+                        rejected.setdefault(group, []).append((sizes, low))
                     break
-            need = memory.central(p)
-            smallest = min(smallest, need)
-            if need <= usable:
-                cand.memory_gib = need
+                central = memory.central(most)
+                floor = (central, low if central > usable else None)
+                if floor[1] is not None and floor[1] > hard:
+                    break
+            if floor[1] is None:  # some rung fits centrally
+                need = memory.central(p)
+                if need <= usable:
+                    cand.memory_gib = need
+                    found = cand
+                    break
+            elif memory.lower(p) <= hard:
+                cand.memory_gib = memory.central(p)
+                cand.verdict = "may not fit"
                 found = cand
                 break
-        if found is None and floor is not None and floor > usable:
+        if found is None and floor is not None and floor[1] is not None and floor[1] > hard:
             pruned.add(
                 {**dims, "dispatcher": disp},
-                f"MEM001: needs ≥ {floor:.0f} GiB of {usable:.0f} usable even with {_rung(saving)}",
+                f"MEM001: needs ≥ {floor[1]:.0f} GiB of {hard:.0f} usable even with "
+                f"{_rung(saving)}",
             )
             continue
         if found is None:
-            if slower and smallest == math.inf:
-                pruned.add({**dims, "dispatcher": disp}, "ranked below the kept plans")
-            elif slower:
-                pruned.add(
-                    {**dims, "dispatcher": disp},
-                    f"ranked below the kept plans once recompute/offload make it fit "
-                    f"(≥ {smallest:.0f} GiB without)",
-                )
-            else:
-                pruned.add(
-                    {**dims, "dispatcher": disp},
-                    f"MEM001: needs ≥ {smallest:.0f} GiB of {usable:.0f} usable",
-                )
+            pruned.add(
+                {**dims, "dispatcher": disp},
+                "ranked below the kept plans" if slower else "MEM001: no rung fits",
+            )
             continue
         kept.append(found)
         kept.sort(key=lambda c: _rank_key(req, c))
@@ -607,11 +668,12 @@ def search(req: Request) -> Outcome:
         kept,
         pruned.by,
         visited,
-        len(bounds),
+        pruned.events,
         timed,
         memory.checks,
         time.perf_counter() - start,
         model,
+        inferred,
     )
     for c in kept:
         p = c.plan
@@ -631,31 +693,17 @@ def _rung(ro: tuple[tuple[str, ...], float]) -> str:
 def _by_cost(
     model: Model, req: Request, options: list[tuple[tuple[str, ...], float]]
 ) -> list[tuple[tuple[str, ...], float]]:
-    """The recompute/offload rungs in order of predicted cost on a reference layout (cheapest
-    first, so the first rung that fits is the layout's fastest)."""
+    """The recompute/offload rungs in order of predicted cost on a reference layout (TP, CP,
+    PP, EP 1 with the base config's flags; cheapest first, so the first rung that fits is
+    the layout's fastest)."""
     world = req.gpus[0]
-    tp = 1
-    ref = {"tp": tp, "cp": 1, "pp": 1, "vpp": 1, "ep": 1, "etp": 1, "mbs": 1}
+    ref = {"tp": 1, "cp": 1, "pp": 1, "vpp": 1, "ep": 1, "etp": 1, "mbs": 1}
+    batch = replace(req, gbs=max(req.gbs, world))
 
     def cost(ro: tuple[tuple[str, ...], float]) -> float:
-        p = Plan(
-            tp=1,
-            pp=1,
-            cp=1,
-            ep=1,
-            etp=1,
-            vpp=1,
-            world=world,
-            mbs=1,
-            gbs=max(req.gbs, world),
-            seq=req.seq,
-            precision=req.precision,
-            recompute=ro[0],
-            offload=ro[1],
-        )
-        return model.predict(p).step_s
+        plan = _plan(batch, ref, world, dispatcher="alltoall", recompute=ro[0], offload=ro[1])
+        return model.predict(plan).step_s
 
-    del ref
     return sorted(options, key=cost)
 
 
@@ -689,6 +737,19 @@ def _score(req: Request, c: Candidate) -> float:
 
 
 LAYOUT_DIMS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")
+
+
+def fitting_rungs(req: Request, p: Plan) -> list[tuple[tuple[str, ...], float]]:
+    """The recompute/offload rungs with which the plan's layout fits (central estimate)."""
+    memory = _Memory(req)
+    ladder = recompute_ladder(req.arch, req.precision, req.fp8_recipe)
+    usable = _usable(req)
+    out = []
+    for off in OFFLOAD_LADDER:
+        for rec in ladder:
+            if memory.central(replace(p, recompute=rec, offload=off)) <= usable:
+                out.append((rec, off))
+    return out
 
 
 def best_for(
