@@ -188,3 +188,11 @@ def test_seq_not_divisible_by_two_is_fine_without_cp() -> None:
     req, *_ = build(Options(model="qwen3-30b-a3b", gpu="h100", gpus=(8,), seq=4095, gbs=64))
     lays = list(_feasible_layouts(req, 8, _Pruned()))
     assert lays and {lay["cp"] for lay in lays} == {1}
+
+
+def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untyped-def]
+    """docs/planner-validation.md is what tools/planner_report.py writes from this code (the
+    published rows, the searches and the seed families, ~1 min)."""
+    text = published.render() + published.render_search() + published.render_seed()
+    current = (published.OUT).read_text(encoding="utf-8")
+    assert current == text, "stale: run python tools/planner_report.py"

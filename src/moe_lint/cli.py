@@ -668,16 +668,31 @@ def _plan_layout(text: str | None) -> dict[str, int] | None:
     return out
 
 
-def _plan_fixed(items: list[str]) -> dict[str, Any]:
-    """``--set tp=8`` / ``--set model.context_parallel_size=16`` / ``--set recompute=full``."""
+def _plan_fixed(items: list[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``--set tp=8`` / ``--set model.context_parallel_size=16`` / ``--set recompute=full``
+    fix a searched value; any other ``section.field=value`` overrides the base config."""
     names = {v: k for k, v in _PLAN_FIXED.items()}
     out: dict[str, Any] = {}
+    others: list[str] = []
     for item in items:
         key, sep, value = item.partition("=")
-        key = key.strip().rsplit(".", 1)[-1]
-        key = names.get(key, key)
+        dotted = key.strip()
+        key = names.get(dotted.rsplit(".", 1)[-1], dotted.rsplit(".", 1)[-1])
         if not sep:
             raise UsageError(f"--set {item!r}: expected NAME=VALUE")
+        if (
+            key
+            not in (
+                *_PLAN_FIXED,
+                "recompute",
+                "recompute_modules",
+                "offload",
+                "optimizer_offload_fraction",
+            )
+            and "." in dotted
+        ):
+            others.append(item)
+            continue
         if key in _PLAN_FIXED:
             try:
                 out[key] = int(value)
@@ -688,9 +703,11 @@ def _plan_fixed(items: list[str]) -> dict[str, Any]:
         elif key in ("offload", "optimizer_offload_fraction"):
             out["offload"] = float(value)
         else:
-            raise UsageError(f"--set {item!r}: the planner fixes {', '.join(_PLAN_FIXED)}, "
-                             "recompute or offload")  # fmt: skip
-    return out
+            raise UsageError(
+                f"--set {item!r}: the planner fixes {', '.join(_PLAN_FIXED)}, recompute or "
+                "offload; other fields go as section.field=value"
+            )
+    return out, tuple(others)
 
 
 def _cmd_plan(argv: list[str]) -> int:
@@ -722,7 +739,8 @@ def _cmd_plan(argv: list[str]) -> int:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="fix a value: tp, pp, vpp, cp, ep, etp, mbs, recompute, offload",
+        help="fix tp, pp, vpp, cp, ep, etp, mbs, recompute or offload; or override any "
+        "base field (section.field=value)",
     )
     parser.add_argument(
         "--compare",
@@ -730,8 +748,15 @@ def _cmd_plan(argv: list[str]) -> int:
         help="place a layout among the plans, e.g. tp=1,cp=32,ep=32,pp=8,vpp=4 (gpus=N too)",
     )
     parser.add_argument("--objective", choices=("throughput", "gpus"), default="throughput")
+    parser.add_argument(
+        "--safe",
+        action="store_true",
+        help="only plans whose central memory estimate fits (no 'may not fit')",
+    )
     parser.add_argument("--top", type=int, default=10, help="plans to show (default 10)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="a rich table on a terminal (auto)")  # fmt: skip
     parser.add_argument("--emit", type=int, metavar="N", help="write plan N as Bridge YAML")
     parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
     ns = parser.parse_args(argv)
@@ -743,11 +768,25 @@ def _cmd_plan(argv: list[str]) -> int:
         raise UsageError("plan needs --gpus (or --nodes with --gpus-per-node)")
     if ns.top < 1 or (ns.emit is not None and ns.emit < 1):
         raise UsageError("--top and --emit count from 1")
-    opts = Options(model=ns.model, gpu=ns.gpu, gpus=gpus, seq=ns.seq, gbs=ns.gbs,
-                   tokens_per_step=ns.tokens_per_step, precision=ns.precision,
-                   dispatcher=ns.dispatcher, max_ep=ns.max_ep, fixed=_plan_fixed(ns.set),
-                   objective=ns.objective, top=max(ns.top, ns.emit or 0),
-                   gpus_per_node=ns.gpus_per_node, compare=_plan_layout(ns.compare))  # fmt: skip
+    fixed, others = _plan_fixed(ns.set)
+    opts = Options(
+        model=ns.model,
+        gpu=ns.gpu,
+        gpus=gpus,
+        seq=ns.seq,
+        gbs=ns.gbs,
+        tokens_per_step=ns.tokens_per_step,
+        precision=ns.precision,
+        dispatcher=ns.dispatcher,
+        max_ep=ns.max_ep,
+        fixed=fixed,
+        overrides=others,
+        safe=ns.safe,
+        objective=ns.objective,
+        top=max(ns.top, ns.emit or 0),
+        gpus_per_node=ns.gpus_per_node,
+        compare=_plan_layout(ns.compare),
+    )
     try:
         result = run(opts)
     except (InputError, NotBridgeConfig) as exc:
@@ -775,8 +814,12 @@ def _cmd_plan(argv: list[str]) -> int:
 
     shown = result.shown[: ns.top]
     result.shown = shown
-    sys.stdout.write(plan_report.to_json(result) if ns.format == "json"
-                     else plan_report.to_text(result))  # fmt: skip
+    if ns.format == "json":
+        sys.stdout.write(plan_report.to_json(result))
+    elif _use_color(sys.stdout, ns.color):
+        plan_report.to_rich(result, sys.stdout)
+    else:
+        sys.stdout.write(plan_report.to_text(result))
     return EXIT_OK if shown else EXIT_FINDINGS
 
 

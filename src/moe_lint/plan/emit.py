@@ -53,7 +53,7 @@ def emit_text(
     # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
     import yaml
 
-    dotted = plan_values(req, cand.plan)
+    dotted = {**req.written, **plan_values(req, cand.plan)}
     if cand.plan.offload > 0:
         dotted["optimizer.use_precision_aware_optimizer"] = True
     if not req.arch.is_moe:

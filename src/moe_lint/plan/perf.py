@@ -317,7 +317,12 @@ class Model:
         tokens = p.mbs * self.seq / p.cp  # tokens of this CP shard
         rank_tokens = tokens / p.tp  # per TP rank (SP shards them)
         peak = hw.peak_tflops.get(p.precision, hw.peak_tflops["bf16"]) * 1e12
-        eff = float(k["gemm_efficiency"][p.precision])
+        # FP8/FP4 GEMMs reach a fraction of the BF16 GEMM's share of peak (never more: the
+        # same kernels, more bound by memory and scaling), and each quantized GEMM input
+        # costs extra elementwise passes (amax, cast, scales)
+        eff = float(k["gemm_efficiency"]) * (
+            1.0 if p.precision == "bf16" else float(k[f"{p.precision}_relative_efficiency"])
+        )
         bf16 = hw.peak_tflops["bf16"] * 1e12
         # GEMMs: per-rank FLOPs = per-token FLOPs × tokens / TP (weights split over TP)
         dense_rows = min(tokens, self.arch.hidden_size / p.tp)
@@ -335,6 +340,8 @@ class Model:
         # memory-bound work: passes × hidden × 2 B per token on this rank
         h = self.arch.hidden_size
         passes = float(k["elementwise_passes"]) * rank_tokens
+        if p.precision != "bf16":
+            passes += float(k["quantize_passes"]) * rank_tokens
         routed = 0.0
         if c.moe:
             width = (self.arch.moe_latent_size or h) / h
@@ -469,9 +476,7 @@ class Model:
         tokens = p.mbs * self.seq / p.cp
         # logits on the last rank, in BF16 (TE keeps the output layer out of FP8)
         bf16 = (
-            self.hw.peak_tflops["bf16"]
-            * 1e12
-            * float(constants()["calibrated"]["gemm_efficiency"]["bf16"])
+            self.hw.peak_tflops["bf16"] * 1e12 * float(constants()["calibrated"]["gemm_efficiency"])
         )
         logits = 3 * 2.0 * self.arch.hidden_size * self.arch.padded_vocab(1) * tokens / p.tp
         logits *= (1 + self.arch.mtp_num_layers) / bf16

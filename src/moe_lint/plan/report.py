@@ -214,4 +214,54 @@ def to_text(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["to_json", "to_text"]
+def to_rich(result: Result, stream: Any) -> None:
+    """The same report on a terminal: the plans as a rich table, the rest as plain lines
+    (Text objects, never markup: a config value cannot inject styles)."""
+    # Lazy: rich (~30 ms) only for a terminal.
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
+    text = to_text(result).splitlines()
+    console.print(Text(text[0], style="bold"))
+    table = Table(show_edge=False, pad_edge=False)
+    heads = ("#", "GPUs", "TP", "PP", "VPP", "CP", "EP", "ETP", "DP", "MBS", "M", "recompute",
+             "off", "dispatch", "GiB low/mid/usable", "s/step", "tok/s/GPU")  # fmt: skip
+    for head in heads:
+        table.add_column(head, justify="left" if head in ("recompute", "dispatch") else "right",
+                         no_wrap=True)  # fmt: skip
+    shown = result.shown
+    notes: list[str] = []
+    for i, c in enumerate(shown):
+        p, pred = c.plan, c.prediction
+        mem = f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+        cells = (str(i + 1), str(p.world), str(p.tp), str(p.pp), str(p.vpp), str(p.cp),
+                 str(p.ep), str(p.etp), str(p.dp), str(p.mbs), str(p.microbatches),
+                 _recompute(c), f"{p.offload:g}", p.dispatcher, mem, f"{pred.step_s:.2f}",
+                 f"{pred.tokens_per_s_per_gpu:.0f}")  # fmt: skip
+        style = "" if c.verdict == "fits" else "yellow"
+        table.add_row(*(Text(cell, style=style) for cell in cells))
+        parts = " ".join(
+            f"{k} {v / pred.step_s * 100:.0f}%"
+            for k, v in pred.breakdown.as_dict().items()
+            if v / pred.step_s >= 0.005
+        )
+        nxt = f"; vs #{i + 2}: {why_better(c, shown[i + 1])}" if i + 1 < len(shown) else ""
+        notes.append(f"#{i + 1} step: {parts}{nxt}")
+    if shown:
+        console.print(table)
+        for line in notes:
+            console.print(Text(line, style="dim"))
+    rest = text[1:]
+    if shown:  # the plain table and its step lines are in the rich table
+        start = next((i for i, line in enumerate(rest) if line.startswith("dropped")
+                      or line.startswith("values no plan") or line.startswith("--compare")
+                      or line.startswith("where the ranking") or line.startswith("!")
+                      or " layouts past the rules" in line), len(rest))  # fmt: skip
+        rest = rest[start:]
+    for line in rest:
+        console.print(Text(line))
+
+
+__all__ = ["to_json", "to_rich", "to_text"]

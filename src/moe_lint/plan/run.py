@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from moe_lint.errors import UsageError
+from moe_lint.config.overrides import parse_override
+from moe_lint.errors import InputError, UsageError
 from moe_lint.plan.perf import Hardware, Plan
 from moe_lint.plan.search import (
     Candidate,
@@ -58,6 +59,8 @@ class Options:
     top: int = 10
     gpus_per_node: int | None = None
     compare: dict[str, int] | None = None  # a layout to place among the plans (--compare)
+    overrides: tuple[str, ...] = ()  # `section.field=value` for the base config (--set)
+    safe: bool = False  # --safe: only plans whose central memory estimate fits
 
 
 @dataclass
@@ -119,7 +122,16 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
         cluster["gpu"] = opts.gpu
     if opts.gpus_per_node:
         cluster["gpus-per-node"] = opts.gpus_per_node
-    cfg, facts, fs = prepare(doc, Settings(), [], cluster)
+    overrides = []
+    for text in opts.overrides:
+        try:
+            overrides.append(parse_override(text))
+        except InputError as exc:
+            raise UsageError(exc.message) from None
+    cfg, facts, fs = prepare(doc, Settings(), overrides, cluster)
+    written = {
+        ".".join(str(k) for k in o.path): o.value for o in overrides if not o.delete
+    }  # what emit writes besides the plan
     if not fs.gpu:
         raise UsageError("plan needs --gpu (or a `# moe-lint: gpu=` directive in the file)")
     values = config_values(cfg)
@@ -179,6 +191,8 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
         objective=opts.objective,
         keep=opts.top + 3,  # spares for plans the full estimate or the linter drops
         base_flags=flags,
+        written=written,
+        safe=opts.safe,
         margin=margin,
         warn=warn,
     )
@@ -228,6 +242,9 @@ def run(opts: Options, lint_top: bool = True) -> Result:
             )
             continue
         cand.verdict = str(verdict)
+        if opts.safe and cand.memory_gib > est.usable_gib:
+            dropped.append((cand, f"--safe: central estimate {cand.memory_gib:.1f} GiB"))
+            continue
         if lint_top:
             code = _lint_error(req, cand, opts, fs, is_yaml, mixed)
             if code:

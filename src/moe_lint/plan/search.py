@@ -59,6 +59,8 @@ class Request:
     base_flags: dict[str, bool] = field(default_factory=dict)
     margin: float = 0.0  # MEM001's error margin (memory_settings; fraction of usable)
     warn: float = 0.05  # MEM002's warning fraction
+    written: dict[str, Any] = field(default_factory=dict)  # --set overrides emit writes
+    safe: bool = False  # only plans whose central estimate fits (no "may not fit")
 
 
 @dataclass
@@ -641,7 +643,7 @@ def search(req: Request) -> Outcome:
                     cand.memory_gib = need
                     found = cand
                     break
-            elif memory.lower(p) <= hard:
+            elif not req.safe and memory.lower(p) <= hard:
                 cand.memory_gib = memory.central(p)
                 cand.verdict = "may not fit"
                 found = cand
