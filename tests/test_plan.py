@@ -196,3 +196,16 @@ def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untype
     text = published.render() + published.render_search() + published.render_seed()
     current = (published.OUT).read_text(encoding="utf-8")
     assert current == text, "stale: run python tools/planner_report.py"
+
+
+def test_models_whose_cp_needs_another_transport_plan_without_cp() -> None:
+    """GPT-OSS (sliding windows, sinks) and GLM-5 (DSA) get CP > 1 only with another
+    cp_comm_type (ATT016 / ATT017 / ATT020); the planner times the p2p ring, so it prunes
+    CP > 1 under the rule instead of showing plans the linter rejects."""
+    from moe_lint.plan.report import pruned_lines
+
+    for model, code in (("gpt-oss-120b", "ATT016"), ("glm-5", "ATT020")):
+        result = run(Options(model=model, gpu="gb200", gpus=(64,), seq=32768, top=2))
+        assert result.shown, model
+        assert all(c.plan.cp == 1 for c in result.shown)
+        assert code in pruned_lines(result)["cp"]["2"]

@@ -454,7 +454,8 @@ def searched() -> list[dict[str, Any]]:
             for d in _feasible_layouts(req, world, _Pruned())
         ]
         rules_ok = lay in layouts
-        need = _Memory(req).lower(pub)  # MEM001's criterion: the lower bound within usable
+        # MEM001's criterion on every rank: the lower bound within usable memory
+        need = _Memory(req).estimate(pub, bounds="lower-only").lower_worst.total_gib
         fits = need <= _usable(req) * (1 + req.margin)
         outcome = search(req)
         pub_speed = _model(i).predict(pub).tokens_per_s_per_gpu

@@ -206,7 +206,7 @@ def to_text(result: Result) -> str:
         ]
     lines += [
         "",
-        f"{o.visited} layouts past the rules ({o.prunes} rule prunes), {o.timed} plans timed, "
+        f"{o.visited} layouts past the rules ({o.prunes} prunes), {o.timed} plans timed, "
         f"{o.memory_checks} memory estimates ({o.inferred} layouts over by dominance), "
         f"{len(o.kept)} kept, in {o.seconds:.2f} s; the shown plans lint clean "
         f"(`--emit N` writes one).",

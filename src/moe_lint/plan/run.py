@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moe_lint.config.overrides import parse_override
@@ -223,34 +223,33 @@ def _precision(opts: Options, values: dict[str, Any]) -> tuple[str, str | None, 
 def run(opts: Options, lint_top: bool = True) -> Result:
     """Search, then lint the plans to show (dropping any the linter rejects)."""
     req, fs, is_yaml, mixed = build(opts)
-    outcome = search(req)
     shown: list[Candidate] = []
     dropped: list[tuple[Candidate, str]] = []
     start = time.perf_counter()
     base_text = _base_text(opts, fs, is_yaml)
-    for cand in outcome.kept:
-        if len(shown) >= opts.top:
+    # the linter or the every-rank estimate may drop kept plans: search again without them
+    # (at most three rounds) until enough plans are left to show
+    checked: dict[tuple[int, ...], str | None] = {}
+    for _ in range(3):
+        outcome = search(req)
+        for cand in outcome.kept:
+            if len(shown) >= opts.top:
+                break
+            key = cand.plan.key()
+            if key not in checked:
+                checked[key] = _full_check(req, cand, opts, fs, is_yaml, mixed, lint_top)
+            else:  # shown in an earlier round: the same plan, already checked
+                _full_check(req, cand, opts, fs, is_yaml, mixed, lint_top=False)
+            reason = checked[key]
+            if reason:
+                dropped.append((cand, reason))
+            else:
+                shown.append(cand)
+        if len(shown) >= opts.top or not dropped or len(outcome.kept) < req.keep:
             break
-        # the search screened ranks 0, 1 and the last; a shown plan is estimated on every rank
-        est = _bounds(req, cand.plan)
-        cand.lower_gib = est.lower_worst.total_gib
-        cand.memory_gib = est.worst.total_gib
-        verdict = est.verdict(req.warn, req.margin)
-        if verdict == "does NOT fit":
-            dropped.append(
-                (cand, f"MEM001: rank {est.lower_worst.stage} needs ≥ {cand.lower_gib:.1f} GiB")
-            )
-            continue
-        cand.verdict = str(verdict)
-        if opts.safe and cand.memory_gib > est.usable_gib:
-            dropped.append((cand, f"--safe: central estimate {cand.memory_gib:.1f} GiB"))
-            continue
-        if lint_top:
-            code = _lint_error(req, cand, opts, fs, is_yaml, mixed)
-            if code:
-                dropped.append((cand, code))
-                continue
-        shown.append(cand)
+        req = replace(req, keep=req.keep + len(dropped),
+                      exclude=frozenset(c.plan.key() for c, _ in dropped))  # fmt: skip
+        shown = []
     lint_s = time.perf_counter() - start
     priors = departures(req, shown, outcome)
     compared = compare(req, shown, outcome, opts.compare) if opts.compare else None
@@ -267,6 +266,24 @@ def run(opts: Options, lint_top: bool = True) -> Result:
         lint_s,
         compared,
     )
+
+
+def _full_check(req: Request, cand: Candidate, opts: Options, fs: Any, is_yaml: bool,
+                mixed: str | None, lint_top: bool) -> str | None:  # fmt: skip
+    """Why a kept plan is not shown (None: it is): the every-rank memory estimate (the search
+    screened ranks 0, 1 and the last), --safe, then the linter on its emitted YAML."""
+    est = _bounds(req, cand.plan)
+    cand.lower_gib = est.lower_worst.total_gib
+    cand.memory_gib = est.worst.total_gib
+    verdict = est.verdict(req.warn, req.margin)
+    if verdict == "does NOT fit":
+        return f"MEM001: rank {est.lower_worst.stage} needs ≥ {cand.lower_gib:.1f} GiB"
+    cand.verdict = str(verdict)
+    if opts.safe and cand.memory_gib > est.usable_gib:
+        return f"--safe: central estimate {cand.memory_gib:.1f} GiB"
+    if lint_top:
+        return _lint_error(req, cand, opts, fs, is_yaml, mixed)
+    return None
 
 
 def _bounds(req: Request, p: Plan) -> Any:

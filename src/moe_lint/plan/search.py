@@ -2,15 +2,17 @@
 
 1. **Enumerate** TP, CP, PP, VPP, EP, ETP and MBS for every GPU count, pruning with the
    arithmetic of the linter's own rules (each pruned candidate is counted under the rule code
-   that would reject it: ATT001, ATT002, SEQ001, SEQ002, PAR001, PAR002, PP007, PP008, PP009,
-   BAT001; EP runs over the divisors of the expert count, so MOE001 never fires; dispatchers
-   under DSP005, DSP010, DSP011).
+   that would reject it: ATT001, ATT002, ATT016/ATT017/ATT020 (CP > 1 on models whose CP needs
+   another transport than the p2p ring the model times), SEQ001, SEQ002, PAR001, PAR002,
+   PP007, PP008, PP009, BAT001, MOE001 (only for an EP fixed with --set: the grid runs over the
+   divisors of the expert count); dispatchers under DSP005, DSP010, DSP011).
 2. **Bound**: every surviving layout gets its optimistic time (no recompute, no offload, the
    fastest allowed dispatcher); layouts are visited best first.
 3. **Knobs**: per layout, the recompute and offload ladder is tried in order of predicted
-   cost; the first rung the memory model (analysis/memory.py, central estimate, memoized on
-   what memory depends on) fits is the layout's plan. Visiting stops when the next layout's
-   optimistic time cannot enter the kept set.
+   cost; the layout's plan is the cheapest rung whose central memory estimate fits
+   (analysis/memory.py, memoized on what memory depends on), else the cheapest whose lower
+   bound fits (MEM001's criterion), marked "may not fit". Visiting stops when the next
+   layout's optimistic time cannot enter the kept set.
 4. The caller (:func:`plan`) lints the top plans' emitted configs with the full rule set and
    drops any with an error finding, under that finding's code.
 """
@@ -26,7 +28,7 @@ from functools import cache
 from typing import Any
 
 from moe_lint.analysis.params import Arch
-from moe_lint.plan.perf import Hardware, Model, Plan, Prediction
+from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
 
 #: The dimensions the search varies, in report order.
 DIMENSIONS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs", "dispatcher", "recompute", "offload")
@@ -56,6 +58,7 @@ class Request:
     mbs_choices: tuple[int, ...] = (1, 2, 4, 8)
     objective: str = "throughput"  # or "gpus"
     keep: int = 10
+    exclude: frozenset[tuple[int, ...]] = frozenset()  # plan keys the linter already dropped
     base_flags: dict[str, bool] = field(default_factory=dict)
     margin: float = 0.0  # MEM001's error margin (memory_settings; fraction of usable)
     warn: float = 0.05  # MEM002's warning fraction
@@ -171,6 +174,28 @@ def _compress(stages: list[str]) -> str:
     return text[:-1] if text.endswith("|") else text
 
 
+def layout_for(req: Request, pp: int, vpp: int) -> str | None:
+    """The base config's own ``pipeline_model_parallel_layout`` when it has PP·VPP stages and
+    places every layer (a recipe's hand-balanced split, e.g. Bridge's DeepSeek-V3 maps), else
+    :func:`layout_string`."""
+    own = req.values.get("model.pipeline_model_parallel_layout")
+    if isinstance(own, str) and _fits_layout(own, pp * vpp, req.arch.num_layers,
+                                             req.arch.mtp_num_layers):  # fmt: skip
+        return own
+    return layout_string(req.arch.num_layers, req.arch.mtp_num_layers, pp, vpp)
+
+
+@cache
+def _fits_layout(text: str, stages: int, layers: int, mtp: int) -> bool:
+    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+
+    try:
+        parsed = parse_layout(text)
+    except LayoutError:
+        return False
+    return parsed.num_stages == stages and parsed.count("t") == layers and parsed.count("m") == mtp
+
+
 @cache
 def _layout_counts(text: str | None) -> tuple[tuple[int, ...], ...] | None:
     if text is None:
@@ -241,7 +266,11 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
                 {"tp": tp}, "ATT002: num_query_groups neither divides nor is a multiple of TP"
             )
             continue
+        cp_block = _cp_transport_rule(req)
         for cp in cps:
+            if cp > 1 and cp_block:
+                pruned.add({"cp": cp}, cp_block)
+                continue
             if cp > 1 and req.seq % (2 * cp):
                 pruned.add({"cp": cp}, f"SEQ001: seq {req.seq} % (2·CP) != 0")
                 continue
@@ -270,6 +299,20 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
                         pruned.add({"vpp": vpp}, "PP007: more stages than layers")
                         continue
                     yield from _expert_layouts(req, world, tp, cp, pp, vpp, dp, experts, pruned, hw)
+
+
+def _cp_transport_rule(req: Request) -> str | None:
+    """The rule that rejects CP > 1 with the p2p ring the planner times (the base config states
+    no cp_comm_type): sliding windows (ATT016), attention sinks (ATT017), DSA (ATT020)."""
+    if req.values.get("model.cp_comm_type") not in (None, "p2p"):
+        return None
+    if windows_of(req.values, req.arch.num_layers):
+        return "ATT016: sliding-window attention with the p2p CP transport"
+    if str(req.arch.softmax_type) not in ("vanilla", "None"):
+        return "ATT017: attention sinks with CP need a2a (the planner times the p2p ring)"
+    if any(m == "dsa" for m, _ in req.arch.layers):
+        return "ATT020: DSA with CP needs cp_comm_type allgather (the planner times p2p)"
+    return None
 
 
 def _vpps(req: Request, pp: int) -> list[int]:
@@ -357,8 +400,7 @@ def _dispatchers(req: Request, ep: int, etp: int, pruned: _Pruned | None = None)
 
 def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Plan:
     flags = req.base_flags
-    a = req.arch
-    layout = layout_string(a.num_layers, a.mtp_num_layers, lay["pp"], lay["vpp"])
+    layout = layout_for(req, lay["pp"], lay["vpp"])
     return Plan(
         tp=lay["tp"],
         pp=lay["pp"],
@@ -450,7 +492,7 @@ class _Memory:
 def plan_values(req: Request, p: Plan) -> dict[str, Any]:
     """The config values a plan changes (dotted), as emit writes them."""
     a = req.arch
-    layout = layout_string(a.num_layers, a.mtp_num_layers, p.pp, p.vpp)
+    layout = layout_for(req, p.pp, p.vpp)
     out: dict[str, Any] = {
         "model.tensor_model_parallel_size": p.tp,
         "model.pipeline_model_parallel_size": p.pp,
@@ -583,6 +625,9 @@ def search(req: Request) -> Outcome:
     inferred = 0
     timed = 0
     for score, world, lay, disp in bounds:
+        if req.exclude and (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["etp"], lay["vpp"],
+                            lay["mbs"]) in req.exclude:  # fmt: skip
+            continue
         if len(kept) >= req.keep and score <= _score(req, kept[-1]):
             dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
             pruned.add(
@@ -596,6 +641,7 @@ def search(req: Request) -> Outcome:
         # rejects every rung; if its central estimate is over, no rung fits centrally and the
         # layout can only pass as "may not fit" (MEM002), judged on the lower bound
         floor: tuple[float, float | None] | None = None
+        dominated = False
         for rec, off in options:
             p = _plan(req, lay, world, dispatcher=disp, recompute=rec, offload=off)
             pred = model.predict(p)
@@ -621,6 +667,7 @@ def search(req: Request) -> Outcome:
                 if over is not None:
                     floor = (math.inf, over)
                     inferred += 1
+                    dominated = True
                     break
                 most = _plan(
                     req, lay, world, dispatcher=disp, recompute=saving[0], offload=saving[1]
@@ -635,8 +682,8 @@ def search(req: Request) -> Outcome:
                     break
                 central = memory.central(most)
                 floor = (central, low if central > usable else None)
-                if floor[1] is not None and floor[1] > hard:
-                    break
+                if floor[1] is not None and req.safe:
+                    break  # --safe: no rung fits centrally
             if floor[1] is None:  # some rung fits centrally
                 need = memory.central(p)
                 if need <= usable:
@@ -651,15 +698,19 @@ def search(req: Request) -> Outcome:
         if found is None and floor is not None and floor[1] is not None and floor[1] > hard:
             pruned.add(
                 {**dims, "dispatcher": disp},
-                f"MEM001: needs ≥ {floor[1]:.0f} GiB of {hard:.0f} usable even with "
+                (
+                    f"MEM001: over usable memory even with {_rung(saving)} (a layout with no "
+                    f"smaller TP, CP, EP, ETP needs ≥ {floor[1]:.0f} GiB of {hard:.0f})"
+                )
+                if dominated
+                else f"MEM001: needs ≥ {floor[1]:.0f} GiB of {hard:.0f} usable even with "
                 f"{_rung(saving)}",
             )
             continue
         if found is None:
-            pruned.add(
-                {**dims, "dispatcher": disp},
-                "ranked below the kept plans" if slower else "MEM001: no rung fits",
-            )
+            why = "--safe: no rung fits centrally" if req.safe else "MEM001: no rung fits"
+            pruned.add({**dims, "dispatcher": disp}, "ranked below the kept plans" if slower
+                       else why)  # fmt: skip
             continue
         kept.append(found)
         kept.sort(key=lambda c: _rank_key(req, c))
@@ -679,7 +730,7 @@ def search(req: Request) -> Outcome:
     )
     for c in kept:
         p = c.plan
-        c.layout_text = layout_string(req.arch.num_layers, req.arch.mtp_num_layers, p.pp, p.vpp)
+        c.layout_text = layout_for(req, p.pp, p.vpp)
     return out
 
 
@@ -745,9 +796,12 @@ def fitting_rungs(req: Request, p: Plan) -> list[tuple[tuple[str, ...], float]]:
     """The recompute/offload rungs with which the plan's layout fits (central estimate)."""
     memory = _Memory(req)
     ladder = recompute_ladder(req.arch, req.precision, req.fp8_recipe)
+    if "recompute" in req.fixed:
+        ladder = [tuple(req.fixed["recompute"])]
+    offloads = (float(req.fixed["offload"]),) if "offload" in req.fixed else OFFLOAD_LADDER
     usable = _usable(req)
     out = []
-    for off in OFFLOAD_LADDER:
+    for off in offloads:
         for rec in ladder:
             if memory.central(replace(p, recompute=rec, offload=off)) <= usable:
                 out.append((rec, off))
