@@ -198,11 +198,13 @@ def to_text(result: Result) -> str:
     if result.priors:
         lines += ["", "where the ranking departs from the seed's rules of thumb:"]
         lines += [f"  - {text}" for text in result.priors]
-    if any(c.verdict != "fits" for c in shown):
+    risky = sum(1 for c in shown if c.verdict != "fits")
+    if risky:
         lines += [
             "",
-            "! may not fit: the central estimate is within the warning headroom or "
-            "over it; the lower bound fits (MEM002, not MEM001)",
+            f"! {risky} of these may not fit: the central estimate is within the warning "
+            "headroom or over it, the lower bound fits (MEM002, not MEM001); --safe shows only "
+            "plans whose central estimate is within usable memory",
         ]
     lines += [
         "",

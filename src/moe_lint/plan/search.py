@@ -28,6 +28,7 @@ from functools import cache
 from typing import Any
 
 from moe_lint.analysis.params import Arch
+from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
 
 #: The dimensions the search varies, in report order.
@@ -187,8 +188,6 @@ def layout_for(req: Request, pp: int, vpp: int) -> str | None:
 
 @cache
 def _fits_layout(text: str, stages: int, layers: int, mtp: int) -> bool:
-    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-
     try:
         parsed = parse_layout(text)
     except LayoutError:
@@ -200,9 +199,6 @@ def _fits_layout(text: str, stages: int, layers: int, mtp: int) -> bool:
 def _layout_counts(text: str | None) -> tuple[tuple[int, ...], ...] | None:
     if text is None:
         return None
-    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
-    from moe_lint.analysis.pp_layout import parse_layout
-
     return tuple((s.count("t"),) for s in parse_layout(text).stages)
 
 
