@@ -18,7 +18,6 @@ not model FLOPs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -586,8 +585,4 @@ def _stage_layers(n: int, mtp: int, p: Plan) -> list[list[int]]:
     return ranks
 
 
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-__all__ = ["Breakdown", "Hardware", "Model", "Plan", "Prediction", "ceil_div", "math"]
+__all__ = ["Breakdown", "Hardware", "Model", "Plan", "Prediction"]

@@ -110,18 +110,26 @@ class _Pruned:
     def __init__(self) -> None:
         self.flat: dict[tuple[str, Any, str], int] = {}
         self.events = 0  # prunes (one stands for the whole subtree it cuts), for the report
+        self.need: dict[tuple[str, Any, str], float] = {}
 
-    def add(self, dims: Mapping[str, Any], reason: str) -> None:
+    def add(self, dims: Mapping[str, Any], reason: str, need: float | None = None) -> None:
+        """Count a prune; ``need`` fills a ``{need}`` in the reason with the least memory any
+        layout with that value needs (one line per reason, not one per figure)."""
         self.events += 1
         flat = self.flat
         for name, value in dims.items():
             key = (name, value, reason)
             flat[key] = flat.get(key, 0) + 1
+            if need is not None:
+                self.need[key] = min(need, self.need.get(key, math.inf))
 
     @property
     def by(self) -> dict[str, dict[str, Counter[str]]]:
         out: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
-        for (name, value, reason), n in self.flat.items():
+        for key, n in self.flat.items():
+            name, value, reason = key
+            if key in self.need:
+                reason = reason.replace("{need}", f"{self.need[key]:.1f}")
             out[name].setdefault(str(value), Counter())[reason] += n
         return out
 
@@ -610,11 +618,6 @@ def search(req: Request) -> Outcome:
             score = tput if req.objective == "throughput" else -world + tput * 1e-9
             bounds.append((score, world, lay, best[1]))
     bounds.sort(key=lambda b: -b[0])
-    options = sorted(
-        ((r, o) for r in ladder for o in offloads),
-        key=lambda ro: (offloads.index(ro[1]), ladder.index(ro[0])),
-    )
-    options = _by_cost(model, req, options)
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
     rejected: dict[tuple[Any, ...], list[tuple[tuple[int, ...], float]]] = {}
@@ -633,75 +636,58 @@ def search(req: Request) -> Outcome:
         found = None
         slower = False
         dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
-        # the most memory-saving rung, checked once: if even its lower bound is over, MEM001
-        # rejects every rung; if its central estimate is over, no rung fits centrally and the
-        # layout can only pass as "may not fit" (MEM002), judged on the lower bound
+        # (the optimistic score above is the cheapest rung's: it can enter the kept set)
         floor: tuple[float, float | None] | None = None
         dominated = False
-        for rec, off in options:
-            p = _plan(req, lay, world, dispatcher=disp, recompute=rec, offload=off)
-            pred = model.predict(p)
-            timed += 1
-            cand = Candidate(p, pred, 0.0, usable_gib=_usable(req))
-            if len(kept) >= req.keep and _score(req, cand) <= _score(req, kept[-1]):
-                slower = True  # this rung and every costlier one cannot enter the kept set
-                break
-            if floor is None:
-                # dominance: memory falls as TP, CP, EP or ETP grow with PP, VPP, MBS and the
-                # world fixed (weights, grads and activations shard further; optimizer shards
-                # keep their DP·CP / EDP product; a full pipeline keeps PP·VPP micro-batches in
-                # flight). A layout no bigger in any of them than one that is over even with
-                # the most-saving rung is over too.
-                group = (lay["pp"], lay["vpp"], lay["mbs"], disp, world)
-                full = req.gbs // (lay["mbs"] * lay["dp"]) >= lay["pp"] * lay["vpp"]
-                sizes = (lay["tp"], lay["cp"], lay["ep"], lay["etp"])
-                over = next(
-                    (need for big, need in rejected.get(group, ())
-                     if all(a <= b for a, b in zip(sizes, big, strict=True))),
-                    None,
-                ) if full else None  # fmt: skip
-                if over is not None:
-                    floor = (math.inf, over)
-                    inferred += 1
-                    dominated = True
-                    break
-                most = _plan(
-                    req, lay, world, dispatcher=disp, recompute=saving[0], offload=saving[1]
-                )
-                low = memory.lower(most, first_rank=True)
-                if low <= hard and most.pp > 1:
-                    low = memory.lower(most)
-                if low > hard:  # MEM001 for every rung
-                    floor = (math.inf, low)
-                    if full:
-                        rejected.setdefault(group, []).append((sizes, low))
-                    break
-                central = memory.central(most)
+        # dominance: memory falls as TP, CP, EP or ETP grow with PP, VPP, MBS and the
+        # world fixed (weights, grads and activations shard further; optimizer shards
+        # keep their DP·CP / EDP product; a full pipeline keeps PP·VPP micro-batches in
+        # flight). A layout no bigger in any of them than one that is over even with the
+        # most-saving rung is over too.
+        group = (lay["pp"], lay["vpp"], lay["mbs"], disp, world)
+        full = req.gbs // (lay["mbs"] * lay["dp"]) >= lay["pp"] * lay["vpp"]
+        sizes = (lay["tp"], lay["cp"], lay["ep"], lay["etp"])
+        over = next(
+            (need for big, need in rejected.get(group, ())
+             if all(a <= b for a, b in zip(sizes, big, strict=True))),
+            None,
+        ) if full else None  # fmt: skip
+        if over is not None:
+            floor = (math.inf, over)
+            inferred += 1
+            dominated = True
+        else:
+            # the most memory-saving rung, checked once: if even its lower bound is over,
+            # MEM001 rejects every rung; if its central estimate is over, no rung fits
+            # centrally and the layout can only pass as "may not fit" (MEM002)
+            most = _plan(
+                req, lay, world, dispatcher=disp, recompute=ladder[-1], offload=offloads[-1]
+            )
+            low = memory.lower(most, first_rank=True)  # enough to reject
+            central = memory.central(most) if low <= hard else math.inf
+            if usable < central < math.inf and most.pp > 1:
+                low = memory.lower(most)  # every screened rank: the may-not-fit judge
+            if low > hard:
+                floor = (math.inf, low)
+                if full:
+                    rejected.setdefault(group, []).append((sizes, low))
+            else:
+                # a central estimate within usable bounds the lower bound too
                 floor = (central, low if central > usable else None)
-                if floor[1] is not None and req.safe:
-                    break  # --safe: no rung fits centrally
-            if floor[1] is None:  # some rung fits centrally
-                need = memory.central(p)
-                if need <= usable:
-                    cand.memory_gib = need
-                    found = cand
-                    break
-            elif not req.safe and memory.lower(p) <= hard:
-                cand.memory_gib = memory.central(p)
-                cand.verdict = "may not fit"
-                found = cand
-                break
+                if floor[1] is None or not req.safe:
+                    found, slower, n = _choose_rung(
+                        req, model, memory, lay, world, disp, ladder, offloads, kept,
+                        central_fit=floor[1] is None, usable=usable, hard=hard,
+                    )  # fmt: skip
+                    timed += n
         if found is None and floor is not None and floor[1] is not None and floor[1] > hard:
             pruned.add(
                 {**dims, "dispatcher": disp},
-                (
-                    f"MEM001: over usable memory even with {_rung(saving)} (a layout with no "
-                    f"smaller TP, CP, EP, ETP needs ≥ {floor[1]:.0f} GiB of {hard:.0f})"
-                )
-                if dominated
-                else f"MEM001: needs ≥ {floor[1]:.0f} GiB of {hard:.0f} usable even with "
-                f"{_rung(saving)}",
-            )
+                f"MEM001: needs ≥ {{need}} GiB of {hard:.1f} usable even with {_rung(saving)}"
+                + (" (by dominance: a layout with no smaller TP, CP, EP, ETP needs it)"
+                   if dominated else ""),
+                need=floor[1],
+            )  # fmt: skip
             continue
         if found is None:
             why = "--safe: no rung fits centrally" if req.safe else "MEM001: no rung fits"
@@ -739,21 +725,67 @@ def _rung(ro: tuple[tuple[str, ...], float]) -> str:
     return f"{rec} and optimizer offload {ro[1]:g}" if ro[1] else rec
 
 
-def _by_cost(
-    model: Model, req: Request, options: list[tuple[tuple[str, ...], float]]
-) -> list[tuple[tuple[str, ...], float]]:
-    """The recompute/offload rungs in order of predicted cost on a reference layout (TP, CP,
-    PP, EP 1 with the base config's flags; cheapest first, so the first rung that fits is
-    the layout's fastest)."""
-    world = req.gpus[0]
-    ref = {"tp": 1, "cp": 1, "pp": 1, "vpp": 1, "ep": 1, "etp": 1, "mbs": 1}
-    batch = replace(req, gbs=max(req.gbs, world))
+def _choose_rung(
+    req: Request,
+    model: Model,
+    memory: _Memory,
+    lay: Mapping[str, int],
+    world: int,
+    disp: str,
+    ladder: list[tuple[str, ...]],
+    offloads: tuple[float, ...],
+    kept: list[Candidate],
+    *,
+    central_fit: bool,
+    usable: float,
+    hard: float,
+) -> tuple[Candidate | None, bool, int]:
+    """The layout's fastest fitting (recompute, offload) rung, the "slower than every kept
+    plan" flag and the plans timed. Memory falls along the recompute ladder and with more
+    offload, so per offload level a binary search finds the least recompute that fits
+    (``central_fit``: the central estimate within ``usable``; else the lower bound within
+    ``hard``: "may not fit"); the fastest of those (at most one per level) is the plan."""
+    timed = 0
+    best: Candidate | None = None
+    bar = _score(req, kept[-1]) if len(kept) >= req.keep else -math.inf
 
-    def cost(ro: tuple[tuple[str, ...], float]) -> float:
-        plan = _plan(batch, ref, world, dispatcher="alltoall", recompute=ro[0], offload=ro[1])
-        return model.predict(plan).step_s
+    def fits(rec: tuple[str, ...], off: float) -> bool:
+        q = _plan(req, lay, world, dispatcher=disp, recompute=rec, offload=off)
+        return memory.central(q) <= usable if central_fit else memory.lower(q) <= hard
 
-    return sorted(options, key=cost)
+    for off in offloads:
+        cheapest = _plan(req, lay, world, dispatcher=disp, recompute=ladder[0], offload=off)
+        timed += 1
+        if _score_of(req, model.predict(cheapest), world) <= max(bar, _best(req, best)):
+            break  # more offload only adds time
+        if not fits(ladder[-1], off):
+            continue
+        lo, hi = 0, len(ladder) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(ladder[mid], off):
+                hi = mid
+            else:
+                lo = mid + 1
+        p = _plan(req, lay, world, dispatcher=disp, recompute=ladder[lo], offload=off)
+        timed += 1
+        cand = Candidate(p, model.predict(p), memory.central(p), usable_gib=_usable(req))
+        if not central_fit:
+            cand.verdict = "may not fit"
+        if _score(req, cand) > max(bar, _best(req, best)):
+            best = cand
+        if lo == 0:
+            break  # fits without recompute: more offload would only add time
+    return best, best is None, timed
+
+
+def _best(req: Request, c: Candidate | None) -> float:
+    return -math.inf if c is None else _score(req, c)
+
+
+def _score_of(req: Request, pred: Prediction, world: int) -> float:
+    tput = pred.tokens_per_s_per_gpu
+    return tput if req.objective == "throughput" else -world + tput * 1e-9
 
 
 def _count_kept_out(pruned: _Pruned, c: Candidate) -> None:
