@@ -543,10 +543,11 @@ def render_seed() -> str:
            "(default GBS: 4M tokens per step); the seed's layout gets the planner's fastest "
            "knobs that fit.", ""]  # fmt: skip
     for name, model, gpu, gpus, seq, precision, layout in SEED_FAMILIES:
+        # ten plans kept (and ranked), five shown
         result = run(Options(model=model, gpu=gpu, gpus=(gpus,), seq=seq, precision=precision,
-                             top=5, compare=dict(layout)))  # fmt: skip
+                             top=10, compare=dict(layout)))  # fmt: skip
         out += [f"### {name} (GBS {result.request.gbs})", ""]
-        for i, c in enumerate(result.shown, 1):
+        for i, c in enumerate(result.shown[:5], 1):
             out.append(f"{i}. {describe(c.plan)}: {c.prediction.tokens_per_s_per_gpu:.0f} "
                        f"tokens/s/GPU, {c.memory_gib:.0f} GiB ({c.verdict})")  # fmt: skip
         cmp = result.compared
