@@ -66,17 +66,10 @@ class Row:
 
 
 def _tsv() -> dict[int, dict[str, str]]:
-    out: dict[int, dict[str, str]] = {}
-    header: list[str] | None = None
-    for number, line in enumerate(TSV.read_text(encoding="utf-8").splitlines(), 1):
-        if line.startswith("#") or not line.strip():
-            continue
-        cells = line.split("\t")
-        if header is None:
-            header = cells
-            continue
-        out[number] = dict(zip(header, cells, strict=False))
-    return out
+    """The published rows by their TSV line (tools/published_rows.py reads the file)."""
+    import published_rows
+
+    return {row.line: row.values for row in published_rows.read_rows(TSV)[1]}
 
 
 @cache

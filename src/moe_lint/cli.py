@@ -801,8 +801,8 @@ def _cmd_plan(argv: list[str]) -> int:
                   file=sys.stderr)  # fmt: skip
             return EXIT_FINDINGS
         cand = result.shown[ns.emit - 1]
-        _, fs, is_yaml, mixed = _plan_base(opts)
-        text = emit_text(result.request, cand, ns.model, fs, is_yaml, mixed, result.base_text,
+        text = emit_text(result.request, cand, ns.model, result.settings, result.base_is_yaml,
+                         result.mixed_recipe, result.base_text,
                          ns.emit)  # fmt: skip
         if ns.output:
             Path(ns.output).write_text(text, encoding="utf-8")
@@ -821,13 +821,6 @@ def _cmd_plan(argv: list[str]) -> int:
     else:
         sys.stdout.write(plan_report.to_text(result))
     return EXIT_OK if shown else EXIT_FINDINGS
-
-
-def _plan_base(opts: Any) -> Any:
-    # Lazy: the planner loads only for `moe-lint plan`.
-    from moe_lint.plan.run import build
-
-    return build(opts)
 
 
 def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:

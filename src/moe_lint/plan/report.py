@@ -11,6 +11,19 @@ from moe_lint.plan.search import DIMENSIONS, Candidate
 _TERMS = ("compute", "recompute", "tp", "cp", "ep", "pp_p2p", "bubble", "dp", "optimizer")
 
 
+def _shares(pred: Any) -> str:
+    """The step breakdown as shares of the step (terms under 0.5 % left out)."""
+    return " ".join(
+        f"{k} {v / pred.step_s * 100:.0f}%"
+        for k, v in pred.breakdown.as_dict().items()
+        if v / pred.step_s >= 0.005
+    )
+
+
+def _memory_cell(c: Candidate) -> str:
+    return f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+
+
 def _recompute(c: Candidate) -> str:
     return ",".join(c.plan.recompute) or "none"
 
@@ -169,7 +182,7 @@ def to_text(result: Result) -> str:
         lines.append(header)
     for i, c in enumerate(shown):
         p, pred = c.plan, c.prediction
-        mem = f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+        mem = _memory_cell(c)
         mem += "" if c.verdict == "fits" else "!"
         lines.append(
             f"{i + 1:>2} {p.world:>5} {p.tp:>2} {p.pp:>2} {p.vpp:>3} {p.cp:>3} {p.ep:>3} "
@@ -177,11 +190,7 @@ def to_text(result: Result) -> str:
             f"{p.offload:>3g} {p.dispatcher:<8} {mem:>22} {pred.step_s:>7.2f} "
             f"{pred.tokens_per_s_per_gpu:>9.0f}"
         )
-        parts = " ".join(
-            f"{k} {v / pred.step_s * 100:.0f}%"
-            for k, v in pred.breakdown.as_dict().items()
-            if v / pred.step_s >= 0.005
-        )
+        parts = _shares(pred)
         nxt = shown[i + 1] if i + 1 < len(shown) else None
         beats = f"; vs #{i + 2}: {why_better(c, nxt)}" if nxt else ""
         lines.append(f"   step: {parts}{beats}")
@@ -237,18 +246,14 @@ def to_rich(result: Result, stream: Any) -> None:
     notes: list[str] = []
     for i, c in enumerate(shown):
         p, pred = c.plan, c.prediction
-        mem = f"{c.lower_gib or 0:.0f}/{c.memory_gib:.0f}/{c.usable_gib:.0f}"
+        mem = _memory_cell(c)
         cells = (str(i + 1), str(p.world), str(p.tp), str(p.pp), str(p.vpp), str(p.cp),
                  str(p.ep), str(p.etp), str(p.dp), str(p.mbs), str(p.microbatches),
                  _recompute(c), f"{p.offload:g}", p.dispatcher, mem, f"{pred.step_s:.2f}",
                  f"{pred.tokens_per_s_per_gpu:.0f}")  # fmt: skip
         style = "" if c.verdict == "fits" else "yellow"
         table.add_row(*(Text(cell, style=style) for cell in cells))
-        parts = " ".join(
-            f"{k} {v / pred.step_s * 100:.0f}%"
-            for k, v in pred.breakdown.as_dict().items()
-            if v / pred.step_s >= 0.005
-        )
+        parts = _shares(pred)
         nxt = f"; vs #{i + 2}: {why_better(c, shown[i + 1])}" if i + 1 < len(shown) else ""
         notes.append(f"#{i + 1} step: {parts}{nxt}")
     if shown:

@@ -76,6 +76,7 @@ class Result:
     base_is_yaml: bool
     lint_seconds: float = 0.0
     compared: Compared | None = None
+    settings: Any = None  # the base file's resolved settings (fs), for --emit
 
 
 @dataclass
@@ -237,9 +238,9 @@ def run(opts: Options, lint_top: bool = True) -> Result:
                 break
             key = cand.plan.key()
             if key not in checked:
-                checked[key] = _full_check(req, cand, opts, fs, is_yaml, mixed, lint_top)
+                checked[key] = _full_check(req, cand, opts, fs, is_yaml, mixed, base_text, lint_top)
             else:  # shown in an earlier round: the same plan, already checked
-                _full_check(req, cand, opts, fs, is_yaml, mixed, lint_top=False)
+                _full_check(req, cand, opts, fs, is_yaml, mixed, base_text, lint_top=False)
             reason = checked[key]
             if reason:
                 dropped.append((cand, reason))
@@ -265,11 +266,20 @@ def run(opts: Options, lint_top: bool = True) -> Result:
         is_yaml,
         lint_s,
         compared,
+        fs,
     )
 
 
-def _full_check(req: Request, cand: Candidate, opts: Options, fs: Any, is_yaml: bool,
-                mixed: str | None, lint_top: bool) -> str | None:  # fmt: skip
+def _full_check(
+    req: Request,
+    cand: Candidate,
+    opts: Options,
+    fs: Any,
+    is_yaml: bool,
+    mixed: str | None,
+    base_text: str,
+    lint_top: bool,
+) -> str | None:
     """Why a kept plan is not shown (None: it is): the every-rank memory estimate (the search
     screened ranks 0, 1 and the last), --safe, then the linter on its emitted YAML."""
     est = _bounds(req, cand.plan)
@@ -282,7 +292,7 @@ def _full_check(req: Request, cand: Candidate, opts: Options, fs: Any, is_yaml: 
     if opts.safe and cand.memory_gib > est.usable_gib:
         return f"--safe: central estimate {cand.memory_gib:.1f} GiB"
     if lint_top:
-        return _lint_error(req, cand, opts, fs, is_yaml, mixed)
+        return _lint_error(req, cand, opts, fs, is_yaml, mixed, base_text)
     return None
 
 
@@ -304,14 +314,20 @@ def _base_text(opts: Options, fs: Any, is_yaml: bool) -> str:
 
 
 def _lint_error(
-    req: Request, cand: Candidate, opts: Options, fs: Any, is_yaml: bool, mixed: str | None
+    req: Request,
+    cand: Candidate,
+    opts: Options,
+    fs: Any,
+    is_yaml: bool,
+    mixed: str | None,
+    base_text: str,
 ) -> str | None:
     """The first error code the linter gives the plan's emitted YAML (None: lints clean)."""
     # Lazy: the linter's data path loads only to lint the plans shown.
     from moe_lint.linting import lint_text
     from moe_lint.plan.emit import emit_text
 
-    text = emit_text(req, cand, opts.model, fs, is_yaml, mixed, _base_text(opts, fs, is_yaml))
+    text = emit_text(req, cand, opts.model, fs, is_yaml, mixed, base_text)
     result = lint_text(text, _catalogue(), path="<plan>.yaml")
     if result.error:
         return f"exit 2: {result.error}"

@@ -30,6 +30,7 @@ from typing import Any
 from moe_lint.analysis.params import Arch
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
+from moe_lint.plan.space import layout_counts
 
 #: The dimensions the search varies, in report order.
 DIMENSIONS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs", "dispatcher", "recompute", "offload")
@@ -201,13 +202,6 @@ def _fits_layout(text: str, stages: int, layers: int, mtp: int) -> bool:
     except LayoutError:
         return False
     return parsed.num_stages == stages and parsed.count("t") == layers and parsed.count("m") == mtp
-
-
-@cache
-def _layout_counts(text: str | None) -> tuple[tuple[int, ...], ...] | None:
-    if text is None:
-        return None
-    return tuple((s.count("t"),) for s in parse_layout(text).stages)
 
 
 # ------------------------------------------------------------------------------ knob ladder
@@ -427,7 +421,7 @@ def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Pla
         param_gather_bytes=1.0
         if flags.get("fp8_param_gather") and req.precision != "bf16"
         else 2.0,
-        layout=_layout_counts(layout),
+        layout=layout_counts(layout),
         **knobs,
     )
 
@@ -613,10 +607,8 @@ def search(req: Request) -> Outcome:
                 disp = chosen[dkey] = min(
                     allowed, key=lambda d: model.ep_time(_plan(req, lay, world, dispatcher=d))
                 )
-            best = (model.predict(_plan(req, lay, world, dispatcher=disp)).step_s, disp)
-            tput = req.gbs * req.seq / best[0] / world
-            score = tput if req.objective == "throughput" else -world + tput * 1e-9
-            bounds.append((score, world, lay, best[1]))
+            optimistic = model.predict(_plan(req, lay, world, dispatcher=disp))
+            bounds.append((_score_of(req, optimistic, world), world, lay, disp))
     bounds.sort(key=lambda b: -b[0])
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
@@ -784,6 +776,7 @@ def _best(req: Request, c: Candidate | None) -> float:
 
 
 def _score_of(req: Request, pred: Prediction, world: int) -> float:
+    """Higher is better: tokens/s/GPU, or (objective ``gpus``) fewest GPUs, then tokens/s/GPU."""
     tput = pred.tokens_per_s_per_gpu
     return tput if req.objective == "throughput" else -world + tput * 1e-9
 
@@ -813,8 +806,7 @@ def _rank_key(req: Request, c: Candidate) -> tuple[float, ...]:
 
 
 def _score(req: Request, c: Candidate) -> float:
-    tput = c.prediction.tokens_per_s_per_gpu
-    return tput if req.objective == "throughput" else -c.plan.world + tput * 1e-9
+    return _score_of(req, c.prediction, c.plan.world)
 
 
 LAYOUT_DIMS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")

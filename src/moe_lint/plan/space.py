@@ -8,8 +8,10 @@ plan go through the one performance model.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
+from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.plan.perf import Plan
 
 
@@ -53,11 +55,15 @@ def _flag(values: Mapping[str, Any], *keys: str) -> bool:
 def layout_of(values: Mapping[str, Any]) -> tuple[tuple[int, ...], ...] | None:
     """Transformer layers per virtual stage of the ``pipeline_model_parallel_layout`` (or None)."""
     text = values.get("model.pipeline_model_parallel_layout")
-    if not isinstance(text, str) or not text.strip():
-        return None
-    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
-    from moe_lint.analysis.pp_layout import LayoutError, parse_layout
+    return layout_counts(text) if isinstance(text, str) and text.strip() else None
 
+
+@cache
+def layout_counts(text: str | None) -> tuple[tuple[int, ...], ...] | None:
+    """Transformer layers per virtual stage of a layout string (None: none, or it does not
+    parse)."""
+    if text is None:
+        return None
     try:
         layout = parse_layout(text)
     except LayoutError:
