@@ -35,13 +35,22 @@ OUT = REPO / "tests" / "data" / "megatron-lm"
 INDEX = OUT / "ci" / "INDEX.tsv"
 #: Scopes a product is not run under (the recipes' own names for switched-off tests).
 OFF_SCOPES = re.compile(r"(-broken|-temp-disabled)$|^(deprecated|flaky|cleanup|unit-tests)$")
-COLUMNS = ("model", "test_case", "nodes", "gpus_per_node", "script", "environments",
-           "platforms", "recipe")  # fmt: skip
+COLUMNS = ("model", "test_case", "nodes", "gpus_per_node", "megatron_core", "script",
+           "environments", "platforms", "recipe")  # fmt: skip
+
+
+def core_version(tree: Path) -> str:
+    """The megatron-core version of the checkout (megatron/core/package_info.py): every CI row
+    runs that code (the dev and lts environments differ in their containers, not in it)."""
+    text = (tree / "megatron" / "core" / "package_info.py").read_text(encoding="utf-8")
+    parts = [re.search(rf"^{k} = (\d+)", text, re.M) for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts if m is not None)
 
 
 def ci_rows(tree: Path) -> list[dict[str, str]]:
     """One row per (test case, recipe) that a green product runs."""
     rows: dict[tuple[str, str, str], dict[str, str]] = {}
+    core = core_version(tree)
     for recipe in sorted((tree / "tests" / "test_utils" / "recipes").glob("*/*.yaml")):
         data = yaml.safe_load(recipe.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("type") != "basic":
@@ -61,6 +70,7 @@ def ci_rows(tree: Path) -> list[dict[str, str]]:
                     row = rows.setdefault(key, {
                         "model": str(spec["model"]), "test_case": case,
                         "nodes": str(spec["nodes"]), "gpus_per_node": gpus,
+                        "megatron_core": core,
                         "script": script.group(1) if script else "",
                         "environments": "", "platforms": "", "recipe": key[2],
                     })  # fmt: skip

@@ -7,6 +7,7 @@ Usage:
   python tools/mlm_survey.py --ci             the functional tests Megatron-LM's CI runs green
                                               (tests/data/megatron-lm/ci/INDEX.tsv), each at the
                                               world size its CI recipe gives it
+                                              and the megatron-core version it runs
   python tools/mlm_survey.py --examples       tests/data/megatron-lm/examples/**/*.sh
 Add --errors to list every error finding (file:line code message). Nothing is written.
 """
@@ -33,7 +34,8 @@ def ci_cases() -> list[tuple[Path, dict[str, str]]]:
     out = []
     for row in rows:
         path = DATA / "ci" / row["model"] / row["test_case"] / "model_config.yaml"
-        out.append((path, {"nodes": row["nodes"], "gpus-per-node": row["gpus_per_node"]}))
+        out.append((path, {"nodes": row["nodes"], "gpus-per-node": row["gpus_per_node"],
+                           "megatron-core": row["megatron_core"]}))  # fmt: skip
     return out
 
 
@@ -58,8 +60,9 @@ def main() -> int:
         if root is None:
             ap.error("give DIR, --ci or --examples")
         cluster = {"gpus": ns.gpus} if ns.gpus else {}
-        cases = [(p, dict(cluster)) for p in sorted(root.rglob("*"))
-                 if p.is_file() and (p.suffix == ".sh" or p.name == "model_config.yaml")]  # fmt: skip
+        wanted = [p for p in sorted(root.rglob("*")) if p.is_file()]
+        cases = [(p, dict(cluster)) for p in wanted
+                 if p.suffix == ".sh" or p.name == "model_config.yaml"]  # fmt: skip
     kinds: collections.Counter[str] = collections.Counter()
     severities: collections.Counter[str] = collections.Counter()
     codes: collections.Counter[str] = collections.Counter()
