@@ -416,10 +416,13 @@ def scope_is_canonical(cfg: Config) -> bool:
 
 
 def bridge_clears_graph_modules(cfg: Config) -> bool:
-    """True for Bridge >= 0.6, whose ConfigContainer.validate clears the graph modules and scope
-    of a model whose cuda_graph_impl is "none" before Megatron-Core migrates the deprecated
-    enable_cuda_graph / external_cuda_graph flags (``validate_cuda_graph_configuration``,
-    Bridge PR #4607, first in v0.6.0)."""
+    """True for a Bridge config on Bridge >= 0.6, whose ConfigContainer.validate clears the graph
+    modules and scope of a model whose cuda_graph_impl is "none" before Megatron-Core's
+    ``TransformerConfig.__post_init__`` migrates or checks them (``utils/cuda_graph.py::
+    validate_cuda_graph_configuration``, Bridge PR #4607, first in v0.6.0; Bridge 0.4-0.5 clear
+    them only after ``model.finalize()``). Megatron-LM's command line has no such step."""
+    if cfg.form == "megatron-lm":
+        return False
     return not below(effective_version(cfg.versions, "bridge"), parse_version("0.6"))
 
 
@@ -498,9 +501,10 @@ def _apply_framework_rules(cfg: Config) -> None:
 
     # Deprecated CUDA-graph flags (Megatron-Core migrates them with a warning).
     impl = v.get("model.cuda_graph_impl", "none")
-    legacy = v.get("model.enable_cuda_graph") or v.get("model.external_cuda_graph")
-    if impl == "none" and legacy and bridge_clears_graph_modules(cfg):
-        # Only the legacy flags turn graphs on after that point; otherwise impl stays none.
+    if impl == "none" and bridge_clears_graph_modules(cfg):
+        # Bridge clears them before Megatron-Core reads them, so neither a deprecated
+        # full_iteration module/scope nor a conflicting pair survives; only the legacy
+        # enable_cuda_graph / external_cuda_graph flags turn graphs on after that point.
         for dotted in ("model.cuda_graph_modules", "model.cuda_graph_scope"):
             if v.get(dotted) not in (None, [], "full", ""):
                 _set(
