@@ -368,6 +368,22 @@ def normalize(
     return cfg
 
 
+def _unknown_recipe(name: str) -> str:
+    """SCH002's text for a mixed_precision name Bridge does not register: the file loads, and
+    runtime_config_update's get_mixed_precision_config raises when the run starts."""
+    import difflib
+
+    from moe_lint.config.mixed_precision import MP_RECIPES
+
+    close = difflib.get_close_matches(name.replace("-", "_"), list(MP_RECIPES), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"not a registered mixed-precision recipe: Bridge's get_mixed_precision_config raises "
+        f'"Unknown mixed-precision recipe {_shown(name.replace("-", "_"))}" when the run '
+        f"starts{hint}"
+    )
+
+
 def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) -> None:
     """Megatron-LM input: no recipe decides anything, so a field no flag sets has Megatron-LM's
     own argparse default (data/mlm_flags.json), not Bridge's; what Megatron-LM's
@@ -568,9 +584,11 @@ def _apply_framework_rules(cfg: Config) -> None:
     if isinstance(mp, str):
         recipe = recipe_values(mp)
         if recipe is None:
-            cfg.type_problems.append(
-                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {_shown(mp)}", mp)
-            )
+            cfg.type_problems.append(TypeProblem("mixed_precision", _unknown_recipe(mp), mp))
+            # The run stops before any of them is set: no rule may judge them.
+            for key in _PRECISION_FIELDS:
+                cfg.values.pop(f"model.{key}", None)
+                cfg.unknown.add(f"model.{key}")
         else:
             resolved = {k: recipe[k] for k in _PRECISION_FIELDS}
     elif isinstance(mp, dict):
