@@ -52,6 +52,14 @@ NATIVE_SITES = {
     "fused_topk_with_score_function_forward_kernel_launcher": (
         "TE's fused router (moe_router_fusion) checks top-k in its CUDA launcher, TE >= 2.17"
     ),
+    "transformer_engine/pytorch/csrc/quantizer.cpp::MXFP8Quantizer::create_tensor": (
+        "TE's MXFP8 quantizer checks the tensor dims in C++ (NVTE_CHECK) when it allocates the"
+        " quantized tensor, for tex.quantize and the fused norm kernels alike"
+    ),
+    "transformer_engine/pytorch/csrc/quantizer.cpp::NVFP4Quantizer::create_tensor": (
+        "TE's NVFP4 quantizer checks the tensor dims in C++ (NVTE_CHECK) when it allocates the"
+        " quantized tensor"
+    ),
 }
 
 
