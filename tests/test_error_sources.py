@@ -20,7 +20,8 @@ The convention (docs/error-rules.md shows it to users, tools/error_rules.py writ
   ``__post_init__``), ``process-groups`` (Bridge initialize_megatron: the microbatch calculator,
   torch.distributed and parallel_state.initialize_model_parallel), ``model-build`` (module
   constructors, GPTModelProvider.provide) or ``first-step`` (the first forward, backward or
-  optimizer step, an out-of-memory error included).
+  optimizer step, an out-of-memory error included); ``silent`` for a config the framework runs
+  without raising, training wrongly: its sites are the code that does the wrong thing.
 
 Quoted framework messages are checked by hand against the sources (they are not available when
 the tests run); a quote is always a verbatim substring of the cited source.
