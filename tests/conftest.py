@@ -62,6 +62,7 @@ ROOT_CAUSES = {
     "is not divisible by expert_tensor_model_pipeline_parallel size": "PAR002",
     "--data-cache-path must be provided when using --dataloader-fast-cache-load": "SEQ003",
     "MXFP8 needs compute capability": "FP005",
+    "FP8 dot-product attention under NVFP4BlockScaling leaves no backend": "FP022",
 }
 
 

@@ -138,6 +138,26 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_unknown_mixed_precision_recipe_is_a_finding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The file loads (Bridge raises only when runtime_config_update resolves the name): an
+    SCH002 error finding with exit code 1, and no precision rule judges the unresolved fields;
+    a value Bridge cannot load at all stays a one-line input error (exit 2)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text("mixed_precision: bf16_with_fp8_mixed\nmodel:\n  fp8: e4m3\n", encoding="utf-8")
+    code, out, err = run(capsys, str(path), "--format", "json", "--isolated")
+    assert code == 1, err
+    findings = json.loads(out)
+    sch = [f for f in findings if f["code"] == "SCH002"]
+    assert len(sch) == 1 and sch[0]["path"] == "mixed_precision", findings
+    assert "Unknown mixed-precision recipe 'bf16_with_fp8_mixed'" in sch[0]["message"]
+    assert not [f for f in findings if f["code"].startswith("FP")], findings
+    path.write_text("model:\n  context_parallel_size: eight\n", encoding="utf-8")
+    code, _, err = run(capsys, str(path), "--isolated")
+    assert code == 2 and "[SCH002]" in err
+
+
 def test_bad_input_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cases = {
         "syntax.yaml": "model:\n  tensor_model_parallel_size: [1,\n",

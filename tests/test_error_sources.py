@@ -20,7 +20,8 @@ The convention (docs/error-rules.md shows it to users, tools/error_rules.py writ
   ``__post_init__``), ``process-groups`` (Bridge initialize_megatron: the microbatch calculator,
   torch.distributed and parallel_state.initialize_model_parallel), ``model-build`` (module
   constructors, GPTModelProvider.provide) or ``first-step`` (the first forward, backward or
-  optimizer step, an out-of-memory error included).
+  optimizer step, an out-of-memory error included); ``silent`` for a config the framework runs
+  without raising, training wrongly: its sites are the code that does the wrong thing.
 
 Quoted framework messages are checked by hand against the sources (they are not available when
 the tests run); a quote is always a verbatim substring of the cited source.
@@ -51,6 +52,14 @@ NATIVE_SITES = {
     "transformer_engine/common/fused_router/fused_topk_with_score_function.cu::"
     "fused_topk_with_score_function_forward_kernel_launcher": (
         "TE's fused router (moe_router_fusion) checks top-k in its CUDA launcher, TE >= 2.17"
+    ),
+    "transformer_engine/pytorch/csrc/quantizer.cpp::MXFP8Quantizer::create_tensor": (
+        "TE's MXFP8 quantizer checks the tensor dims in C++ (NVTE_CHECK) when it allocates the"
+        " quantized tensor, for tex.quantize and the fused norm kernels alike"
+    ),
+    "transformer_engine/pytorch/csrc/quantizer.cpp::NVFP4Quantizer::create_tensor": (
+        "TE's NVFP4 quantizer checks the tensor dims in C++ (NVTE_CHECK) when it allocates the"
+        " quantized tensor"
     ),
 }
 

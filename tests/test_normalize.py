@@ -38,7 +38,10 @@ def test_sequence_parallel_forced_off_at_tp1() -> None:
             ["attn"],
         ),
         ("cuda_graph_impl: transformer_engine\n  cuda_graph_scope: full", "transformer_engine", []),
-        ("cuda_graph_scope: full_iteration", "full_iteration", []),
+        # cuda_graph_impl none: Bridge >= 0.6 clears the scope before Megatron-Core could turn
+        # the deprecated full_iteration into cuda_graph_impl full_iteration.
+        ("cuda_graph_scope: full_iteration", "none", []),
+        ("cuda_graph_impl: local\n  cuda_graph_scope: full_iteration", "full_iteration", []),
         (
             "cuda_graph_impl: transformer_engine\n  cuda_graph_modules: attn,moe_router",
             "transformer_engine",
@@ -299,6 +302,17 @@ def test_legacy_flag_keeps_modules_before_bridge_06() -> None:
     assert cfg.values["model.cuda_graph_modules"] == ["attn"]
     cleared = normalize(parse_text(text))
     assert cleared.values["model.cuda_graph_modules"] == []
+    assert "validate_cuda_graph_configuration" in cleared.notes["model.cuda_graph_scope"]
+
+
+def test_full_iteration_scope_with_impl_none_before_bridge_06() -> None:
+    """Bridge 0.4-0.5 clear the graph modules only after model.finalize(), so Megatron-Core
+    still migrates a deprecated full_iteration scope into cuda_graph_impl full_iteration."""
+    text = "model:\n  cuda_graph_scope: full_iteration\n"
+    cfg = normalize(parse_text(text), versions={"bridge": Version("0.5")})
+    assert cfg.values["model.cuda_graph_impl"] == "full_iteration"
+    cleared = normalize(parse_text(text))
+    assert cleared.values["model.cuda_graph_impl"] == "none"
     assert "validate_cuda_graph_configuration" in cleared.notes["model.cuda_graph_scope"]
 
 

@@ -1189,7 +1189,13 @@ def explain_text(rule: Any) -> str:
         "",
         f"Severity: {rule.severity}. Fix: "
         f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}"
-        + (f" (raises at: {rule.stage})." if rule.stage else "."),
+        + (
+            " (never raises: trains wrongly)."
+            if rule.stage == "silent"
+            else f" (raises at: {rule.stage})."
+            if rule.stage
+            else "."
+        ),
         "",
         "## What it does",
         docs["what"].strip(),

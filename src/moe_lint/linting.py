@@ -29,6 +29,10 @@ from moe_lint.errors import InputError, UsageError
 #: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
 #: key): like malformed YAML they are bad input, reported in one line with exit code 2.
 INPUT_ERROR_CODES = ("SCH002", "SCH003")
+#: SCH002 findings on values Bridge loads as written and rejects only when the run starts
+#: (a mixed_precision name that is no registered recipe: runtime_config_update ->
+#: training/mixed_precision.py::get_mixed_precision_config raises): ordinary error findings.
+RAISED_AT_START = frozenset({"mixed_precision"})
 
 
 @dataclass
@@ -56,7 +60,11 @@ def slim(result: FileResult) -> FileResult:
 
 def as_input_error(result: FileResult) -> FileResult:
     """Turn wrong-type / duplicate-key findings into the file's one-line input error."""
-    bad = [f for f in result.findings if f.code in INPUT_ERROR_CODES]
+    bad = [
+        f
+        for f in result.findings
+        if f.code in INPUT_ERROR_CODES and not (f.code == "SCH002" and f.path in RAISED_AT_START)
+    ]
     if not bad:
         return result
     first = bad[0]

@@ -368,6 +368,22 @@ def normalize(
     return cfg
 
 
+def _unknown_recipe(name: str) -> str:
+    """SCH002's text for a mixed_precision name Bridge does not register: the file loads, and
+    runtime_config_update's get_mixed_precision_config raises when the run starts."""
+    import difflib
+
+    from moe_lint.config.mixed_precision import MP_RECIPES
+
+    close = difflib.get_close_matches(name.replace("-", "_"), list(MP_RECIPES), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"not a registered mixed-precision recipe: Bridge's get_mixed_precision_config raises "
+        f'"Unknown mixed-precision recipe {_shown(name.replace("-", "_"))}" when the run '
+        f"starts{hint}"
+    )
+
+
 def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) -> None:
     """Megatron-LM input: no recipe decides anything, so a field no flag sets has Megatron-LM's
     own argparse default (data/mlm_flags.json), not Bridge's; what Megatron-LM's
@@ -416,10 +432,13 @@ def scope_is_canonical(cfg: Config) -> bool:
 
 
 def bridge_clears_graph_modules(cfg: Config) -> bool:
-    """True for Bridge >= 0.6, whose ConfigContainer.validate clears the graph modules and scope
-    of a model whose cuda_graph_impl is "none" before Megatron-Core migrates the deprecated
-    enable_cuda_graph / external_cuda_graph flags (``validate_cuda_graph_configuration``,
-    Bridge PR #4607, first in v0.6.0)."""
+    """True for a Bridge config on Bridge >= 0.6, whose ConfigContainer.validate clears the graph
+    modules and scope of a model whose cuda_graph_impl is "none" before Megatron-Core's
+    ``TransformerConfig.__post_init__`` migrates or checks them (``utils/cuda_graph.py::
+    validate_cuda_graph_configuration``, Bridge PR #4607, first in v0.6.0; Bridge 0.4-0.5 clear
+    them only after ``model.finalize()``). Megatron-LM's command line has no such step."""
+    if cfg.form == "megatron-lm":
+        return False
     return not below(effective_version(cfg.versions, "bridge"), parse_version("0.6"))
 
 
@@ -498,9 +517,10 @@ def _apply_framework_rules(cfg: Config) -> None:
 
     # Deprecated CUDA-graph flags (Megatron-Core migrates them with a warning).
     impl = v.get("model.cuda_graph_impl", "none")
-    legacy = v.get("model.enable_cuda_graph") or v.get("model.external_cuda_graph")
-    if impl == "none" and legacy and bridge_clears_graph_modules(cfg):
-        # Only the legacy flags turn graphs on after that point; otherwise impl stays none.
+    if impl == "none" and bridge_clears_graph_modules(cfg):
+        # Bridge clears them before Megatron-Core reads them, so neither a deprecated
+        # full_iteration module/scope nor a conflicting pair survives; only the legacy
+        # enable_cuda_graph / external_cuda_graph flags turn graphs on after that point.
         for dotted in ("model.cuda_graph_modules", "model.cuda_graph_scope"):
             if v.get(dotted) not in (None, [], "full", ""):
                 _set(
@@ -564,9 +584,11 @@ def _apply_framework_rules(cfg: Config) -> None:
     if isinstance(mp, str):
         recipe = recipe_values(mp)
         if recipe is None:
-            cfg.type_problems.append(
-                TypeProblem("mixed_precision", f"unknown mixed_precision recipe {_shown(mp)}", mp)
-            )
+            cfg.type_problems.append(TypeProblem("mixed_precision", _unknown_recipe(mp), mp))
+            # The run stops before any of them is set: no rule may judge them.
+            for key in _PRECISION_FIELDS:
+                cfg.values.pop(f"model.{key}", None)
+                cfg.unknown.add(f"model.{key}")
         else:
             resolved = {k: recipe[k] for k in _PRECISION_FIELDS}
     elif isinstance(mp, dict):

@@ -54,8 +54,9 @@ INPUT_KINDS = ("bridge", "megatron-lm")
 #: overrides, before any config is built, is ``startup``; Bridge's ConfigContainer.validate
 #: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
 #: ``process-groups``; module constructors are ``model-build``; the first forward/backward or
-#: optimizer step, an out-of-memory included, is ``first-step``).
-STAGES = ("startup", "config", "process-groups", "model-build", "first-step")
+#: optimizer step, an out-of-memory included, is ``first-step``). ``silent`` is an error rule
+#: for a config the framework runs without raising, training wrongly (its message says how).
+STAGES = ("startup", "config", "process-groups", "model-build", "first-step", "silent")
 #: Catalogue IDs from docs/domain (PAR-01, ATT-14, BR-07, RT-01, SEED-R1, ...).
 _COVER_ID = re.compile(r"^[A-Z]+-[A-Z0-9.]+$")
 _DOC_KEYS = {

@@ -8,7 +8,8 @@ Two kinds of check live here:
   the spellings (:func:`_settings_problems`) follows Megatron-Core's order of asserts (the first
   that fails stops the config); each problem it finds has its own code (CG007, CG019-CG024);
 * rules whose condition outgrew an expression (CG001, CG010, CG012, CG013, CG016): each reads
-  the config through :mod:`moe_lint.engine.checks.reads` exactly as its expression did.
+  the config through :mod:`moe_lint.engine.checks.reads` (CG001 as Bridge's packing check
+  reads it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from moe_lint.config.normalize import scope_is_canonical
+from moe_lint.config.normalize import bridge_clears_graph_modules, scope_is_canonical
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import field, value
 from moe_lint.engine.checks.reads import violation as _violation
@@ -87,6 +88,7 @@ def _settings_problems(ctx: Context) -> Iterator[tuple[str, Violation]]:
                 hint=f"drop {legacy}; cuda_graph_impl alone selects the implementation",
             ),
         )
+    cleared = impl == "none" and bridge_clears_graph_modules(cfg)
     if impl == "none":
         impl = "local" if enable else "transformer_engine" if external else "none"
     scope = model.get("cuda_graph_scope")
@@ -94,6 +96,10 @@ def _settings_problems(ctx: Context) -> Iterator[tuple[str, Violation]]:
     if scope_is_canonical(cfg):  # Megatron-Core < 0.18 has no cuda_graph_modules field
         modules = None
         scope = "full" if scope is None else scope
+    if cleared:
+        # Bridge >= 0.6 (utils/cuda_graph.py::validate_cuda_graph_configuration) empties both
+        # before Megatron-Core's __post_init__ sees them: nothing below can conflict.
+        scope, modules = None, []
     if scope is not None and modules not in ("full", None, []):
         yield "scope-and-modules", _violation("model.cuda_graph_scope")
         return
@@ -256,25 +262,25 @@ def local_cuda_graph(ctx: Context) -> Iterator[Violation]:
 
 
 def cuda_graph_dynamic_shapes(ctx: Context) -> Iterator[Violation]:
-    """CG001: graphs need static shapes; variable lengths or unpadded packing break replays."""
-    padded = value(ctx, "dataset.pad_to_max_length", False) is True or (
-        "pad_to_max_length" in (field(ctx, "dataset.dataset_kwargs") or {})
-        and bool(field(ctx, "dataset.dataset_kwargs")["pad_to_max_length"])
-    )
-    if not (
-        field(ctx, "model.cuda_graph_impl") != "none"
-        and (
-            field(ctx, "model.variable_seq_lengths")
-            or (bool(field(ctx, "dataset.enable_offline_packing")) and not padded)
-        )
-    ):
+    """CG001: offline-packed batches not padded to a fixed width with training CUDA graphs.
+
+    Bridge's ConfigContainer.validate raises "Offline packing with CUDA graphs requires dataset
+    pad_to_max_length=True." for full-iteration graphs and cuda_graph_impl transformer_engine,
+    read as written (before Megatron-Core migrates enable_cuda_graph / external_cuda_graph), and
+    before it forces pad_to_max_length for PP > 1 or EP > 1. variable_seq_lengths is not part
+    of it: its only reader is the pipeline's shape exchange (CG025).
+    """
+    cfg = ctx.config
+    written = cfg.raw_get("model.cuda_graph_impl", "none")
+    impl = field(ctx, "model.cuda_graph_impl")
+    if written == "none" or impl not in ("transformer_engine", "full_iteration"):
         return
-    reason = (
-        "variable_seq_lengths is true"
-        if field(ctx, "model.variable_seq_lengths")
-        else "packed sequences are not padded to a fixed length"
+    kwargs = field(ctx, "dataset.dataset_kwargs") or {}
+    padded = value(ctx, "dataset.pad_to_max_length", False) is True or (
+        isinstance(kwargs, dict) and kwargs.get("pad_to_max_length", False) is True
     )
-    yield _violation("model.cuda_graph_impl", reason=reason)
+    if bool(field(ctx, "dataset.enable_offline_packing")) and not padded:
+        yield _violation("model.cuda_graph_impl")
 
 
 def moe_preprocess_graph_host_sync(ctx: Context) -> Iterator[Violation]:
@@ -425,7 +431,7 @@ CHECKS: dict[str, PythonCheck] = {
         _settings_check("inference-scope"), frozenset({"scope", "impl", "allowed"})
     ),
     "local-cuda-graph": PythonCheck(local_cuda_graph, frozenset({"scope"})),
-    "cuda-graph-dynamic-shapes": PythonCheck(cuda_graph_dynamic_shapes, frozenset({"reason"})),
+    "cuda-graph-dynamic-shapes": PythonCheck(cuda_graph_dynamic_shapes, frozenset()),
     "moe-preprocess-graph-host-sync": PythonCheck(
         moe_preprocess_graph_host_sync, frozenset({"cause"})
     ),

@@ -22,19 +22,66 @@ from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
+    from moe_lint.config.normalize import Config
     from moe_lint.engine.evaluate import Context
+
+
+_STEP_OVERLAP = "overlap_param_gather_with_optimizer_step"
+
+
+def _comm_overlap_present(cfg: Config) -> bool | None:
+    """Whether the run has a CommOverlapConfig: known from a full dump or Megatron-LM input, or
+    a ``comm_overlap`` key the file writes; None where an override file leaves it to the recipe
+    (NVIDIA's recipes differ: many keep ``comm_overlap=None``, some set one)."""
+    if cfg.form == "megatron-lm":
+        return False
+    block = cfg.raw_get("comm_overlap", UNKNOWN)
+    if block is UNKNOWN:
+        return False if cfg.form == "full-dump" else None
+    return isinstance(block, dict)
+
+
+def step_overlap(cfg: Config) -> tuple[Any, str]:
+    """optimizer.overlap_param_gather_with_optimizer_step when OptimizerConfig.finalize() checks
+    it, and where that value comes from (``optimizer`` or ``comm_overlap``); UNKNOWN if a static
+    tool cannot tell.
+
+    Bridge's runtime_config_update runs ``CommOverlapConfig.setup`` before
+    ``ConfigContainer.validate``; when the DDP config uses the distributed optimizer (its own
+    flag, not yet synced with the optimizer's) setup overwrites the optimizer's value with
+    ``comm_overlap.overlap_param_gather_with_optimizer_step``, or with False when that is unset
+    (megatron/bridge/training/comm_overlap.py::CommOverlapConfig._get_optimizer_overlap_cfgs).
+    """
+    own = cfg.get(f"optimizer.{_STEP_OVERLAP}")
+    present = _comm_overlap_present(cfg)
+    ddp = cfg.raw_get("ddp.use_distributed_optimizer", UNKNOWN)
+    if present is False or ddp is False:
+        return own, "optimizer"
+    written = cfg.raw_get(f"comm_overlap.{_STEP_OVERLAP}", None) if present else None
+    reset = written is True
+    if present and ddp is True:
+        return reset, "comm_overlap"
+    # The CommOverlapConfig or the DDP flag is left to the recipe: only a value both cases
+    # agree on is known.
+    return (own, "optimizer") if own == reset else (UNKNOWN, "")
 
 
 def optimizer_step_overlap_buffer_reuse(ctx: Context) -> Iterator[Violation]:
     """overlap_param_gather_with_optimizer_step together with the MXFP8 gradient-buffer reuse."""
     cfg = ctx.config
-    if cfg.get("optimizer.overlap_param_gather_with_optimizer_step") is not True:
+    value, origin = step_overlap(cfg)
+    if value is not True:
         return
     view = precision_view(cfg)
     reuse = effective(cfg, "optimizer.reuse_grad_buf_for_mxfp8_param_ag", view)
     if reuse is True:
         source = view.source if view.kind in ("recipe", "block") else "optimizer"
-        yield _violation("optimizer.overlap_param_gather_with_optimizer_step", source=source)
+        where = (
+            "set under comm_overlap, which CommOverlapConfig.setup copies into the optimizer"
+            if origin == "comm_overlap"
+            else "in the optimizer config"
+        )
+        yield _violation(f"{origin}.{_STEP_OVERLAP}", source=source, where=where)
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,23 +122,46 @@ def _dist_known(r: Reads) -> Any:
     )
 
 
+def _own_distributed_optimizer(r: Reads) -> Any:
+    """optimizer.use_distributed_optimizer as OptimizerConfig.finalize() sees it under Bridge:
+    the optimizer section's own flag (ConfigContainer.validate copies ddp's flag into it, and
+    Megatron-FSDP sets it, only after finalize() has run), UNKNOWN where a recipe decides."""
+    cfg = r.ctx.config
+    written = cfg.raw_get("optimizer.use_distributed_optimizer", UNKNOWN)
+    if written is not UNKNOWN:
+        return written
+    return cfg.get("optimizer.use_distributed_optimizer") if cfg.form == "full-dump" else UNKNOWN
+
+
 def precision_aware_optimizer_prerequisites(ctx: Context) -> Iterator[Violation]:
-    """OPT002: use_precision_aware_optimizer without adam or the distributed optimizer."""
+    """OPT002: use_precision_aware_optimizer without adam or the distributed optimizer.
+
+    Megatron-Core's OptimizerConfig.__post_init__ asserts both. Under Bridge it runs as
+    OptimizerConfig.finalize() early in ConfigContainer.validate, before Megatron-FSDP's
+    settings or the ddp/optimizer sync change anything, so neither exempts a config. Megatron-LM's
+    validate_args turns the distributed optimizer on for Megatron-FSDP before the config is built.
+    """
     r = Reads(ctx)
-    dist_known = _dist_known(r)
+    if not r.field("optimizer.use_precision_aware_optimizer"):
+        return
     name = r.to_str(r.value("optimizer.optimizer"))
     if name != "adam":
-        reason = r.cat("the optimizer is ", name, ", not adam")
-    elif dist_known and not r.field("optimizer.use_distributed_optimizer"):
-        reason = "the distributed optimizer is off"
-    else:
-        reason = ""
-    if (
-        r.field("optimizer.use_precision_aware_optimizer")
-        and not (r.value("dist.use_megatron_fsdp") or r.value("ddp.use_megatron_fsdp"))
-        and reason != ""
-    ):
-        yield Violation("", {"reason": reason})
+        yield Violation("", {"reason": r.cat("the optimizer is ", name, ", not adam")})
+        return
+    if ctx.config.form == "megatron-lm":
+        fsdp = r.value("dist.use_megatron_fsdp") or r.value("ddp.use_megatron_fsdp")
+        if _dist_known(r) and not r.field("optimizer.use_distributed_optimizer") and not fsdp:
+            yield Violation("", {"reason": "the distributed optimizer is off"})
+        return
+    if _own_distributed_optimizer(r) is False:
+        yield Violation(
+            "",
+            {
+                "reason": "optimizer.use_distributed_optimizer is false when OptimizerConfig "
+                "checks it (Bridge copies ddp's flag, and Megatron-FSDP turns it on, only "
+                "afterwards)"
+            },
+        )
 
 
 def optimizer_offload_prerequisites(ctx: Context) -> Iterator[Violation]:
@@ -172,7 +242,7 @@ def megatron_fsdp_settings_rejected(ctx: Context) -> Iterator[Violation]:
 CHECKS: dict[str, PythonCheck] = {
     "optimizer-state-dtypes": PythonCheck(optimizer_state_dtypes, frozenset({"field", "dtype"})),
     "optimizer-step-overlap-buffer-reuse": PythonCheck(
-        optimizer_step_overlap_buffer_reuse, frozenset({"source"})
+        optimizer_step_overlap_buffer_reuse, frozenset({"source", "where"})
     ),
     "precision-aware-optimizer-prerequisites": PythonCheck(
         precision_aware_optimizer_prerequisites, frozenset({"reason"}), frozenset({"full_dump"})

@@ -513,7 +513,36 @@ def precision_not_supported_by_gpu(ctx: Context) -> Iterator[Violation]:
         instead = "bf16_with_fp8_current_scaling_mixed"
     else:
         instead = "bf16_mixed"
-    yield Violation("", {"what": what, "need": need, "instead": instead})
+    yield Violation("", {"what": what, "need": need, "instead": instead, "check": _te_refusal(r)})
+
+
+def _te_refusal(r: Reads) -> str:
+    """Which Transformer Engine check refuses the format first, with its message (TE 2.18
+    ``pytorch/quantization.py``): ``autocast.__enter__`` calls ``check_recipe_support``, which
+    tests the recipe's own format for the FP8 recipes and MXFP8 but does not test NVFP4;
+    ``FP8GlobalStateManager.autocast_enter`` then asserts FP8 support, and NVFP4 support for an
+    NVFP4 recipe."""
+    if r.field("model.fp4") is not None:
+        if not r.fact("gpu_fp8"):
+            return (
+                'FP8GlobalStateManager.autocast_enter asserts "Device compute capability 8.9 or '
+                'higher required for FP8 execution." (check_recipe_support does not test NVFP4)'
+            )
+        return (
+            'FP8GlobalStateManager.autocast_enter asserts "Device compute capability 10.0 or '
+            'higher required for NVFP4 execution." (check_recipe_support does not test NVFP4)'
+        )
+    recipe = _recipe(r)
+    if recipe == "mxfp8":
+        if r.fact("gpu_cc") >= 12.0:
+            text = "MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet."
+        else:
+            text = "Device compute capability 10.0 or higher required for MXFP8 execution."
+    elif recipe == "blockwise":
+        text = "FP8 block scaled GEMM requires compute capability 9.0 or higher and CUDA >= 12.9."
+    else:
+        text = "Device compute capability 8.9 or higher required for FP8 execution."
+    return f'check_recipe_support raises "{text}"'
 
 
 def fp8_tokens_per_rank_not_aligned(ctx: Context) -> Iterator[Violation]:
@@ -525,7 +554,45 @@ def fp8_tokens_per_rank_not_aligned(ctx: Context) -> Iterator[Violation]:
     tokens = int(per_rank)
     if not (_low_precision(r) and per_rank == tokens and tokens % align != 0):
         return
-    yield Violation("", {"what": _quantized(r, recipe), "align": align, "tokens": tokens})
+    yield Violation(
+        "",
+        {
+            "what": _quantized(r, recipe),
+            "align": align,
+            "tokens": tokens,
+            "fails": _misaligned_raise(r, recipe, tokens),
+        },
+    )
+
+
+def _misaligned_raise(r: Reads, recipe: Any, tokens: int) -> str:
+    """Where Transformer Engine 2.18 stops on a token count that misses the alignment: the
+    Python shape assert of its linear modules' forward first (a multiple of 8, every recipe),
+    then the recipe's own check."""
+    if tokens % 8:
+        return (
+            "Transformer Engine's assert_dim_for_fp8_exec raises \"FP8 execution requires the "
+            'product of all dimensions except the last to be divisible by 8" at the first forward'
+        )
+    if r.field("model.fp4") is not None:
+        if tokens % 16:
+            return (
+                "Transformer Engine's NVFP4 quantizer raises \"First dim for NVFP4 must be "
+                'divisible by" 16 when the first forward quantizes a layer input'
+            )
+        return (
+            "Transformer Engine's NVFP4 quantize kernel stops the first forward (\"Number of "
+            'tensor rows must be a multiple of 32")'
+        )
+    if recipe == "mxfp8":
+        return (
+            "Transformer Engine's MXFP8 quantizer raises \"MXFP8 requires tensor dims that are "
+            'divisible by" 32 when the first forward quantizes a layer input'
+        )
+    return (
+        "the weight-gradient FP8 GEMM, whose inner dimension is the tokens, stops the first "
+        'step ("Caller must pad.")'
+    )
 
 
 def fp8_with_variable_length_batches(ctx: Context) -> Iterator[Violation]:
@@ -545,6 +612,47 @@ def fp8_with_variable_length_batches(ctx: Context) -> Iterator[Violation]:
         return
     recipe = _recipe(r)
     yield Violation("", {"what": _quantized(r, recipe), "align": _align(r, recipe), "cause": cause})
+
+
+def fp8_attention_with_nvfp4(ctx: Context) -> Iterator[Violation]:
+    """FP022: FP8 dot-product attention inside the NVFP4 recipe's autocast.
+
+    Megatron-Core builds the NVFP4 recipe with ``fp8_dpa=fp8_dot_product_attention``
+    (``fp4_utils.py::get_fp4_recipe``). TE >= 2.15's ``get_attention_backend`` then turns off
+    FlashAttention (2, 4; 3 while training) and unfused attention for FP8 attention, and
+    FusedAttention for an NVFP4 recipe, so ``DotProductAttention.forward`` has no backend left.
+    Not for layers whose core attention is not TE's (attention_backend local, a non-TE
+    transformer_impl, DSA layers), and not when the env vars the file sets re-enable a backend
+    (NVTE_UnfusedDPA_Emulate_FP8=1) or switch the attention recipe (NVTE_DPA_FP8_RECIPE).
+    """
+    cfg = ctx.config
+    view = precision_view(cfg)
+    fp4 = effective(cfg, "model.fp4", view)
+    dpa = effective(cfg, "model.fp8_dot_product_attention", view)
+    if fp4 in (None, UNKNOWN) or dpa is not True:
+        return
+    if effective(cfg, "model.fp4_recipe", view) not in ("nvfp4", None):
+        return
+    r = Reads(ctx)
+    # null reads as Megatron-Core's auto; where a recipe decides, it is a TE backend: no Bridge
+    # 0.6.2 recipe or perf recipe sets attention_backend local (None, auto, fused or flash).
+    backend = cfg.value("model.attention_backend")
+    if (
+        str(backend).rsplit(".", 1)[-1] == "local"
+        or r.value("model.transformer_impl") != "transformer_engine"
+        or r.value("model.experimental_attention_variant") == "dsa"
+    ):
+        return
+    if str(r.value("env_vars.NVTE_UnfusedDPA_Emulate_FP8", "0")) == "1" or r.value(
+        "env_vars.NVTE_DPA_FP8_RECIPE", ""
+    ):
+        return
+    where = (
+        "mixed_precision.fp8_dot_product_attention"
+        if view.kind == "block"
+        else "model.fp8_dot_product_attention"
+    )
+    yield _violation(where, source=view.source if view.kind in ("recipe", "block") else "model")
 
 
 def precision_aware_optimizer_precision_mismatch(ctx: Context) -> Iterator[Violation]:
@@ -571,6 +679,7 @@ def precision_aware_optimizer_precision_mismatch(ctx: Context) -> Iterator[Viola
 
 
 CHECKS: dict[str, PythonCheck] = {
+    "fp8-attention-with-nvfp4": PythonCheck(fp8_attention_with_nvfp4, frozenset({"source"})),
     "mixed-precision-overwrites": PythonCheck(
         mixed_precision_overwrites, frozenset({"key", "written", "source", "used", "remedy"})
     ),
@@ -600,12 +709,12 @@ CHECKS: dict[str, PythonCheck] = {
     ),
     "precision-not-supported-by-gpu": PythonCheck(
         precision_not_supported_by_gpu,
-        frozenset({"what", "need", "instead"}),
-        frozenset({"gpu_nvfp4", "gpu_mxfp8", "gpu_fp8_blockwise", "gpu_fp8"}),
+        frozenset({"what", "need", "instead", "check"}),
+        frozenset({"gpu_nvfp4", "gpu_mxfp8", "gpu_fp8_blockwise", "gpu_fp8", "gpu_cc"}),
     ),
     "fp8-tokens-per-rank-not-aligned": PythonCheck(
         fp8_tokens_per_rank_not_aligned,
-        frozenset({"what", "align", "tokens"}),
+        frozenset({"what", "align", "tokens", "fails"}),
         frozenset({"tokens_per_tp_cp_rank"}),
     ),
     "fp8-with-variable-length-batches": PythonCheck(
