@@ -216,7 +216,9 @@ class Language:
     ) -> tuple[str, int]:
         """What ``name`` (ending at ``end``) says, and where the text after it resumes."""
         head, _, rest = name.partition(".")
-        chained = state.setting_at == len(out) - 1 and _AND.fullmatch(out[-1]) is not None
+        # The previous name was a setting and only "and" / "," / "with" lies between: out ends
+        # with [that setting, the text between].
+        chained = state.setting_at == len(out) - 2 and _AND.fullmatch(out[-1]) is not None
         state.setting_at = -1
         if head == "env_vars" and rest and "." not in rest:
             return self._env(rest, text, end, out, state.fix)
@@ -237,6 +239,10 @@ class Language:
             if said is not None:
                 state.setting_at = len(out)
                 return said, value.end()
+        switched = _switch_on(flags, out, chained)
+        if switched is not None:
+            state.setting_at = len(out)
+            return switched, end
         return _mention(name, flags), end
 
     def _setting(
@@ -340,6 +346,18 @@ class Language:
         if self.kind == SCRIPT:
             return "the script's environment"
         return "the environment"
+
+
+def _switch_on(flags: tuple[Flag, ...], out: list[str], chained: bool) -> str | None:
+    """``set account_for_loss_in_pipeline_split`` (a switch set without a value, i.e. on):
+    ``add --account-for-loss-in-pipeline-split``; None for anything else."""
+    verb = re.search(r"\bset\s+$", out[-1]) if out else None
+    on = next((f for f in flags if f.sets is True), None)
+    if on is None or any(f.sets is TAKES_VALUE for f in flags) or not (verb or chained):
+        return None
+    if verb is not None:
+        out[-1] = out[-1][: verb.start()]
+    return f"add {on.name}"
 
 
 def _mention(name: str, flags: tuple[Flag, ...]) -> str:
