@@ -67,6 +67,15 @@ RENAMES: dict[str, list[str]] = {
     "fp4_param_gather": ["model.fp4_param"],
     "overlap_p2p_comm": ["model.overlap_p2p_comm", "!model.batch_p2p_comm"],
     "no_persist_layer_norm": ["!model.persist_layer_norm"],
+    # pretrain_gpt.py::core_gpt_dataset_config_from_args (create_attention_mask=),
+    # training.py::get_megatron_ddp_config (average_in_collective=) and
+    # argument_utils.py (rerunsm_kwargs["check_for_nan_in_loss"]) rename these.
+    "create_attention_mask_in_dataloader": [
+        "model.create_attention_mask_in_dataloader",
+        "dataset.create_attention_mask",
+    ],
+    "ddp_average_in_collective": ["ddp.average_in_collective"],
+    "check_for_nan_in_loss_and_grad": ["rerun_state_machine.check_for_nan_in_loss"],
 }
 #: Sections a dest is looked up in (a field of the same name), in order.
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "checkpoint", "scheduler", "dist",

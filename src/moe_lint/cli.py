@@ -1182,6 +1182,21 @@ def _cmd_models(argv: list[str]) -> int:
     return EXIT_OK
 
 
+#: What ``applies_to`` limits a rule to, in the words of `moe-lint explain` (docs/megatron-lm.md).
+_INPUT_KIND_TEXT = {
+    "bridge": "Megatron Bridge configs (YAML)",
+    "megatron-lm": "Megatron-LM command lines (launch scripts, MODEL_ARGS files, argument lists)",
+}
+
+
+def _applies_to_text(rule: Any) -> str:
+    """`` Runs on: ...`` for a rule limited to some inputs (``applies_to``), else nothing."""
+    kinds = getattr(rule, "applies_to", ()) or ()
+    if not kinds:
+        return ""
+    return " Runs on: " + " and ".join(_INPUT_KIND_TEXT.get(k, k) for k in kinds) + " only."
+
+
 def explain_text(rule: Any) -> str:
     docs = rule.docs
     lines = [
@@ -1195,7 +1210,8 @@ def explain_text(rule: Any) -> str:
             else f" (raises at: {rule.stage})."
             if rule.stage
             else "."
-        ),
+        )
+        + _applies_to_text(rule),
         "",
         "## What it does",
         docs["what"].strip(),

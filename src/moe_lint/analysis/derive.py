@@ -230,6 +230,7 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         f.miss("is_moe", "model.num_moe_experts is not set (the recipe decides)")
 
     f.put("full_dump", cfg.form == "full-dump", f"file form: {cfg.form}")
+    f.put("megatron_lm", cfg.form == "megatron-lm", f"file form: {cfg.form}")
     _derive_cluster(f, cluster)
     _derive_tokens(f, sizes)
     _derive_pipeline(f, cfg)

@@ -96,6 +96,9 @@ FACTS: tuple[FactSpec, ...] = (
              ("model.num_moe_experts", "ep"), group=_T),
     FactSpec("full_dump", "the file is a full config dump (every field written down)", _D,
              ("the file's form",), group=_T),
+    FactSpec("megatron_lm", "the input is a Megatron-LM command line (launch script, MODEL_ARGS "
+             "file, argument list): no recipe, Megatron-LM's validate_args runs", _D,
+             ("the file's form",), group=_T),
     FactSpec("gpu_name", "the GPU type's name", _C, _GPU, group=_G),
     FactSpec("gpu_hbm_gib", "GPU memory in GiB (CUDA's total)", _C, _GPU, group=_G),
     FactSpec("nvlink_domain", "GPUs in one NVLink domain", _C, _GPU, group=_G),

@@ -24,6 +24,7 @@ from moe_lint.engine.expr import (
     reset_budget,
 )
 from moe_lint.engine.findings import Argument, Edit, Finding
+from moe_lint.engine.mlm_language import MLM_PACK, Language, language_of
 from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
 
@@ -105,6 +106,8 @@ class Evaluator:
         functions["version_below"] = self._version_below
         functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
         self.namespace = _Namespace(ctx.facts, {**BASE_NAMESPACE, **functions, **self.base})
+        #: Megatron-LM input's own language (flags, ENV_VARS / export), None for Bridge input.
+        self.language: Language | None = language_of(cfg.doc)
 
     @property
     def locals(self) -> dict[str, Any]:
@@ -198,6 +201,15 @@ def _finding(
     else:
         line, col, end_line, end_col = location(cfg.doc, cfg.physical(path))
     fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
+    message = rule.message.render(ev.lookup)
+    source = rule.source
+    if ev.language is not None and rule.pack != MLM_PACK:
+        # Megatron-LM input: its flags, its way of setting the environment, its checks first.
+        # (The MLM family is written in flags already, quoting validate_args word for word.)
+        message = ev.language.say(message) or message
+        fix_text = ev.language.say(fix_text, fix=True)
+        derivation = ev.language.say(derivation)
+        source = ev.language.sources(source)
     if rule.fix is None:
         applicability = None
     elif applicability is None:
@@ -208,7 +220,7 @@ def _finding(
         code=rule.code,
         name=rule.name,
         severity=rule.severity,
-        message=rule.message.render(ev.lookup),
+        message=message,
         path=path,
         file=cfg.doc.path,
         line=line,
@@ -219,7 +231,7 @@ def _finding(
         fix=fix_text,
         applicability=applicability,
         edits=edits if applicability != "display-only" else [],
-        source=rule.source,
+        source=source,
         argument=argument,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from moe_lint.config.load import ConfigPath, Document, Pos, Span, format_path
 from moe_lint.engine.findings import Edit
+from moe_lint.engine.mlm_language import flag_for
 
 _PLAIN_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-+/]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
@@ -183,14 +184,22 @@ _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_.+\-/:,]+$")
 
 def _mlm_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     """A Megatron-LM script or argument file: only a plain literal written right after its
-    ``--flag`` is replaced; anything else is left to the user (doc.fix_refusals says why)."""
+    ``--flag`` (or in its ``export NAME=value`` / ``ENV_VARS:`` line) is replaced; anything else
+    is left to the user (doc.fix_refusals says why, in the input's own words)."""
+    if len(path) == 2 and path[0] == "env_vars" and isinstance(path[1], str):
+        return _mlm_env_edit(doc, path, value)
     span = doc.spans.get(path)
     flag = doc.text[span.key_start.index : span.key_end.index] if span and span.key_start else ""
     why = None
     if doc.path == "<command line>":
         why = "arguments given on the command line are not a file: change the argument"
     elif span is None or not flag.startswith("--"):
-        why = f"no --flag sets {format_path(path)}: add it to the command line by hand"
+        named = flag_for(format_path(path))
+        why = (
+            f"{named} is not written in the file: add it to the command line by hand"
+            if named
+            else f"Megatron-LM has no flag for {format_path(path)}"
+        )
     elif isinstance(value, bool) or value is None or isinstance(value, list | dict):
         why = f"{flag} is a switch or a list: edit the command line by hand"
     elif not span.scalar:
@@ -203,6 +212,49 @@ def _mlm_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
         return None
     assert span is not None
     return _edit(doc.text, span.value_start.index, span.value_end.index, str(value))
+
+
+def _mlm_env_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
+    """An environment variable of Megatron-LM input: its value is replaced only where the file
+    writes it as a plain literal on its own line (``NAME: value`` under a functional test's
+    ``ENV_VARS:``, ``export NAME=value`` or ``NAME=value`` in a script) and the new value needs
+    no quoting; a variable the file does not set is left to the user."""
+    name = str(path[1])
+    text = doc.text
+    span = doc.spans.get(path)
+    script = not re.search(r"^ENV_VARS\s*:", text[:200_000], re.M)
+    where = f"export {name}=... in the script" if script else f"{name}: ... under ENV_VARS:"
+    why = None
+    if doc.path == "<command line>":
+        why = f"arguments given on the command line are not a file: set {name} in the environment"
+    elif span is None:
+        why = f"the file does not set {name}: write {where} by hand"
+    elif (
+        isinstance(value, bool)
+        or value is None
+        or not _SHELL_SAFE.match(str(value))
+        or (not script and str(value).lower() in _YAML_WORDS)
+    ):
+        why = f"{name}: the new value would need quoting: write {where} by hand"
+    else:
+        start, end = span.value_start.index, span.value_end.index
+        line = text[_line_start(text, start) : start]
+        rest = text[end : _line_end(text, end)].strip()
+        before = rf"[ \t]*{re.escape(name)}:[ \t]+" if not script else (
+            rf"[ \t]*(?:export[ \t]+)?{re.escape(name)}="
+        )  # fmt: skip
+        written = text[start:end]
+        if not (
+            re.fullmatch(before, line)
+            and _SHELL_SAFE.match(written)
+            and (rest == "" or rest.startswith("#") or (script and rest.startswith(";")))
+        ):
+            why = f"{name} is not written as a plain value on its own line: write {where} by hand"
+    if why is not None:
+        doc.fix_refusals[path] = why
+        return None
+    assert span is not None
+    return _edit(text, span.value_start.index, span.value_end.index, str(value))
 
 
 def _append_section(doc: Document, missing: ConfigPath, value: Any) -> Edit | None:

@@ -99,6 +99,19 @@ def _suggest_hierarchical(ctx: Context, cp: int, tp: int) -> str:
     return f"set hierarchical_context_parallel_sizes to [{a2a}, {cp // a2a}]{note}"
 
 
+#: What happens without the sizes: a Megatron-LM command line stops in validate_args
+#: (core_v0.14.0 to core_v0.19.0); under Bridge it depends on the release.
+_MLM_A2A_P2P = (
+    "Megatron-LM's validate_args asserts \"--hierarchical-context-parallel-sizes must be set "
+    'when a2a+p2p is used in cp comm" at startup'
+)
+_BRIDGE_A2A_P2P = (
+    "current Bridge rejects this in validate(); older Bridge and direct Megatron-Core configs "
+    "build no hierarchical groups, TE gets cp_group=None and CP is silently OFF (each rank "
+    "attends only to its own 1/CP chunk: 3.5x fake throughput and a worse loss, Bridge#2667)"
+)
+
+
 def a2a_p2p_without_sizes(ctx: Context) -> Iterator[Violation]:
     """cp_comm_type a2a+p2p with no hierarchical_context_parallel_sizes (Bridge#2667)."""
     cfg = ctx.config
@@ -114,6 +127,7 @@ def a2a_p2p_without_sizes(ctx: Context) -> Iterator[Violation]:
     yield _violation(
         "model.cp_comm_type",
         types=_show_types(value),
+        consequence=_MLM_A2A_P2P if cfg.form == "megatron-lm" else _BRIDGE_A2A_P2P,
         suggest=(
             _suggest_hierarchical(ctx, cp, tp)
             if cp > 1
@@ -370,7 +384,9 @@ def gated_delta_net_heads(ctx: Context) -> Iterator[Violation]:
 
 
 CHECKS: dict[str, PythonCheck] = {
-    "a2a-p2p-without-sizes": PythonCheck(a2a_p2p_without_sizes, frozenset({"types", "suggest"})),
+    "a2a-p2p-without-sizes": PythonCheck(
+        a2a_p2p_without_sizes, frozenset({"types", "suggest", "consequence"})
+    ),
     "hierarchical-sizes-product": PythonCheck(
         hierarchical_sizes_product, frozenset({"sizes", "product", "suggest"})
     ),

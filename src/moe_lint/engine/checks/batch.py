@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import derived as _fact
-from moe_lint.engine.checks.reads import fact, field, known, value
+from moe_lint.engine.checks.reads import fact, field, known, mlm_args, mlm_flag_at, value
 from moe_lint.engine.checks.reads import int_or_none as _int
 from moe_lint.engine.evaluate import Violation
 
@@ -22,8 +23,14 @@ if TYPE_CHECKING:
 
 
 def eval_batch(ctx: Context) -> Iterator[Violation]:
-    """Bridge's check of the evaluation batch against eval MBS × eval DP."""
+    """The check of the evaluation batch against eval MBS × eval DP: Bridge's
+    ConfigContainer.validate, or on a Megatron-LM command line validate_args (core_v0.18.0 and
+    newer; it has no eval CP, and takes the eval batch sizes from the training ones the same
+    way)."""
     cfg = ctx.config
+    mlm = cfg.form == "megatron-lm"
+    if mlm and stated_below(cfg.versions, "megatron-core", "0.18"):
+        return
     gbs, mbs = _int(_fact(ctx, "gbs")), _int(_fact(ctx, "mbs"))
     world, tp, pp, cp = (_int(_fact(ctx, n)) for n in ("world", "tp", "pp", "cp"))
     if not world or not tp or not pp or not cp:
@@ -51,6 +58,14 @@ def eval_batch(ctx: Context) -> Iterator[Violation]:
         path, note = "validation.eval_global_batch_size", ""
     below, above = max(unit, eval_gbs // unit * unit), (eval_gbs // unit + 1) * unit
     cp_note = f" with eval CP {eval_cp}" if eval_cp != cp else ""
+    if mlm:
+        asserts = (
+            f"Megatron-LM's validate_args asserts \"eval_global_batch_size ({eval_gbs}) must be "
+            f'divisible by eval_micro_batch_size ({eval_mbs}) * data_parallel_size ({eval_dp})" '
+            "at startup"
+        )
+    else:
+        asserts = "Bridge's ConfigContainer.validate asserts this at startup"
     yield Violation(
         path=path,
         derivation=(
@@ -65,6 +80,7 @@ def eval_batch(ctx: Context) -> Iterator[Violation]:
             "eval_unit": unit,
             "cp_note": cp_note,
             "nearest": " or ".join(str(v) for v in sorted({below, above})),
+            "asserts": asserts,
         },
     )
 
@@ -240,11 +256,139 @@ def lr_warmup_not_below_decay(ctx: Context) -> Iterator[Violation]:
     )
 
 
+#: Megatron-LM's flags for the scheduler's dests, where a finding points.
+_SCHEDULER_PATHS = {
+    "train_iters": "train.train_iters", "train_samples": "train.train_samples",
+    "lr_decay_iters": "scheduler.lr_decay_iters", "lr_decay_samples": "scheduler.lr_decay_samples",
+    "lr_warmup_iters": "scheduler.lr_warmup_iters",
+    "lr_warmup_samples": "scheduler.lr_warmup_samples",
+    "lr_warmup_fraction": "scheduler.lr_warmup_fraction",
+}  # fmt: skip
+
+
+def _mlm_training_args(ctx: Context) -> Any:
+    """The validated arguments of a Megatron-LM command line that trains (``--train-iters`` or
+    ``--train-samples`` given, no ``--skip-train``), else None."""
+    args = mlm_args(ctx)
+    if args is None or args["skip_train"] is True:
+        return None
+    if not (args.has("train_iters") or args.has("train_samples")):
+        return None
+    return args
+
+
+def _mlm_violation(args: Any, dest: str, **params: Any) -> Violation:
+    return Violation(_SCHEDULER_PATHS.get(dest, dest), params, at=mlm_flag_at(args, dest))
+
+
+def scheduler_kind_mixed_mlm(ctx: Context) -> Iterator[Violation]:
+    """BAT016: iteration and sample scheduler flags mixed on a Megatron-LM command line.
+
+    megatron/training/arguments.py::validate_args (core_v0.14.0 to core_v0.19.0) asserts, for an
+    iteration-based run, that no sample flag is given, and for a sample-based one that no
+    iteration flag is; the first failing assert stops the job, so only it is reported.
+    """
+    args = _mlm_training_args(ctx)
+    if args is None:
+        return
+    fraction = args["lr_warmup_fraction"] is not None
+    checks: list[tuple[bool, str, str]] = []
+    if args["train_iters"]:
+        checks += [
+            (args["train_samples"] is not None, "train_samples",
+             "expected iteration-based training"),
+            (args["lr_decay_samples"] is not None, "lr_decay_samples",
+             "expected iteration-based learning rate decay"),
+            (args["lr_warmup_samples"] != 0, "lr_warmup_samples",
+             "expected iteration-based learning rate warmup"),
+            (fraction and args["lr_warmup_iters"] != 0, "lr_warmup_iters",
+             "can only specify one of lr-warmup-fraction and lr-warmup-iters"),
+        ]  # fmt: skip
+    if args["train_samples"]:
+        checks += [
+            (args["train_iters"] is not None, "train_iters", "expected sample-based training"),
+            (args["lr_decay_iters"] is not None, "lr_decay_iters",
+             "expected sample-based learning rate decay"),
+            (args["lr_warmup_iters"] != 0, "lr_warmup_iters",
+             "expected sample-based learnig rate warmup"),
+            (fraction and args["lr_warmup_samples"] != 0, "lr_warmup_samples",
+             "can only specify one of lr-warmup-fraction and lr-warmup-samples"),
+        ]  # fmt: skip
+    for failed, dest, message in checks:
+        if failed:
+            kind = "iteration" if args["train_iters"] else "sample"
+            yield _mlm_violation(args, dest, assertion=message, kind=kind)
+            return
+
+
+def lr_warmup_not_below_decay_mlm(ctx: Context) -> Iterator[Violation]:
+    """BAT015: a warm-up as long as the decay on a Megatron-LM command line.
+
+    megatron/training/training.py::get_optimizer_param_scheduler turns the flags into steps
+    (iterations times GBS, or samples; a warm-up fraction times the decay steps; the decay
+    defaults to the whole run) and Megatron-Core's OptimizerParamScheduler.__init__ asserts
+    ``lr_decay_steps > 0`` and ``lr_warmup_steps < lr_decay_steps`` (core_v0.14.0 to
+    core_v0.19.0). GBS multiplies both sides, so the iterations compare directly.
+    """
+    args = _mlm_training_args(ctx)
+    if args is None or next(scheduler_kind_mixed_mlm(ctx), None) is not None:
+        return  # validate_args stops first (BAT016): the scheduler is never built
+    unit = "iterations" if args["train_iters"] else "samples"
+    key = "iters" if args["train_iters"] else "samples"
+    decay_dest = f"lr_decay_{key}"
+    decay = args[decay_dest] if args[decay_dest] is not None else args[f"train_{key}"]
+    fraction = args["lr_warmup_fraction"]
+    warmup_dest = "lr_warmup_fraction" if fraction is not None else f"lr_warmup_{key}"
+    warmup = args[warmup_dest]
+    if args.incomplete and not all(
+        args.has(d) for d in (decay_dest, "lr_warmup_fraction", warmup_dest)
+    ):
+        return  # a flag left at its default may be in words the reader could not expand
+    numbers = (decay, warmup)
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        return
+    if decay <= 0:
+        where = decay_dest if args.has(decay_dest) else f"train_{key}"
+        yield _mlm_violation(
+            args, where, problem=f"{where} = {decay} leaves no decay steps",
+            asserted="lr_decay_steps > 0",
+        )  # fmt: skip
+        return
+    steps = warmup * decay if fraction is not None else warmup
+    if steps < decay:
+        return
+    written = (
+        f"lr_warmup_fraction = {warmup} (a warm-up of {steps:g} {unit})"
+        if fraction is not None
+        else f"lr_warmup_{key} = {warmup}"
+    )
+    yield _mlm_violation(
+        args, warmup_dest,
+        problem=f"{written} is not below the decay length of {decay} {unit}",
+        asserted="lr_warmup_steps < lr_decay_steps",
+    )  # fmt: skip
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "scheduler-kind-mixed-mlm": PythonCheck(
+        scheduler_kind_mixed_mlm, frozenset({"assertion", "kind"})
+    ),
+    "lr-warmup-not-below-decay-mlm": PythonCheck(
+        lr_warmup_not_below_decay_mlm, frozenset({"problem", "asserted"})
+    ),
     "eval-batch": PythonCheck(
         eval_batch,
         frozenset(
-            {"eval_gbs", "gbs_note", "eval_mbs", "eval_dp", "eval_unit", "cp_note", "nearest"}
+            {
+                "eval_gbs",
+                "gbs_note",
+                "eval_mbs",
+                "eval_dp",
+                "eval_unit",
+                "cp_note",
+                "nearest",
+                "asserts",
+            }
         ),
     ),
     "global-batch-not-divisible": PythonCheck(

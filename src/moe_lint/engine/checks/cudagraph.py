@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.normalize import bridge_clears_graph_modules, scope_is_canonical
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import field, value
+from moe_lint.engine.checks.reads import field, mlm_args, mlm_flag_at, value
 from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
@@ -410,7 +410,29 @@ def thd_graph_static_packing(ctx: Context) -> Iterator[Violation]:
     yield _violation("model.cuda_graph_impl", cause=cause, missing=missing)
 
 
+def full_iteration_nan_check_mlm(ctx: Context) -> Iterator[Violation]:
+    """CG026: a Megatron-LM command line with full-iteration graphs and the NaN check on.
+
+    megatron/training/arguments.py::validate_args (core_v0.18.0 and newer) asserts that
+    ``--no-check-for-nan-in-loss-and-grad`` is given with ``--cuda-graph-impl full_iteration``;
+    just before, ``--fp16`` without ``--loss-scale`` (dynamic loss scaling) turns the check off.
+    """
+    args = mlm_args(ctx)
+    if args is None or args["cuda_graph_impl"] != "full_iteration":
+        return
+    if args.incomplete and not all(
+        args.has(d) for d in ("check_for_nan_in_loss_and_grad", "fp16", "loss_scale")
+    ):
+        return  # unexpanded words may hold the flag
+    if args["check_for_nan_in_loss_and_grad"] is not True:
+        return
+    if args["fp16"] is True and not args["loss_scale"]:
+        return
+    yield Violation("model.cuda_graph_impl", at=mlm_flag_at(args, "cuda_graph_impl"))
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "full-iteration-nan-check-mlm": PythonCheck(full_iteration_nan_check_mlm, frozenset()),
     "cuda-graph-settings": PythonCheck(_settings_check("scope-and-modules"), frozenset()),
     "legacy-cuda-graph-flags": PythonCheck(
         _settings_check("legacy"), frozenset({"problem", "hint"})

@@ -17,7 +17,7 @@ from moe_lint.engine.checks.precision import (
     precision_view,
     raw_value,
 )
-from moe_lint.engine.checks.reads import Reads
+from moe_lint.engine.checks.reads import Reads, mlm_args, mlm_flag_at
 from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 
@@ -239,7 +239,31 @@ def megatron_fsdp_settings_rejected(ctx: Context) -> Iterator[Violation]:
         yield Violation("", {"reason": reason})
 
 
+def megatron_fsdp_ckpt_format_mlm(ctx: Context) -> Iterator[Violation]:
+    """OPT008: ``--use-megatron-fsdp`` on a Megatron-LM command line without
+    ``--ckpt-format fsdp_dtensor``: megatron/training/arguments.py::validate_args
+    (core_v0.18.0 and newer) asserts it whether or not a checkpoint is saved or loaded."""
+    args = mlm_args(ctx)
+    if args is None or args["use_megatron_fsdp"] is not True:
+        return
+    if args.incomplete and not args.has("ckpt_format"):
+        return
+    fmt = args["ckpt_format"]
+    if not isinstance(fmt, str) or fmt == "fsdp_dtensor":
+        return
+    given = args.has("ckpt_format")
+    shown = f"{fmt}" if given else f"{fmt} (the default)"
+    yield Violation(
+        "checkpoint.ckpt_format" if given else "ddp.use_megatron_fsdp",
+        {"format": shown},
+        at=mlm_flag_at(args, "ckpt_format" if given else "use_megatron_fsdp"),
+    )
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "megatron-fsdp-ckpt-format-mlm": PythonCheck(
+        megatron_fsdp_ckpt_format_mlm, frozenset({"format"})
+    ),
     "optimizer-state-dtypes": PythonCheck(optimizer_state_dtypes, frozenset({"field", "dtype"})),
     "optimizer-step-overlap-buffer-reuse": PythonCheck(
         optimizer_step_overlap_buffer_reuse, frozenset({"source", "where"})

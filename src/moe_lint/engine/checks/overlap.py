@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
-from moe_lint.engine.checks.reads import Reads, written_or_unknown
+from moe_lint.engine.checks.reads import Reads, mlm_args, mlm_flag_at, written_or_unknown
 from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.spans import set_value_edit
@@ -256,7 +256,39 @@ def dispatch_backward_overlap_conflict(ctx: Context) -> Iterator[Violation]:
     yield Violation("", {"reason": reason})
 
 
+def tp_comm_overlap_without_sp_mlm(ctx: Context) -> Iterator[Violation]:
+    """OVL008: ``--tp-comm-overlap`` on a Megatron-LM command line without sequence parallelism.
+
+    megatron/training/arguments.py::validate_args (core_v0.14.0 to core_v0.19.0) first turns
+    ``--sequence-parallel`` off at TP = 1, then asserts that TP overlap has it on (Bridge only
+    switches the overlap off: OVL007).
+    """
+    args = mlm_args(ctx)
+    if args is None or args["tp_comm_overlap"] is not True:
+        return
+    if args.incomplete and not all(
+        args.has(d) for d in ("sequence_parallel", "tensor_model_parallel_size")
+    ):
+        return
+    tp, sp = args["tensor_model_parallel_size"], args["sequence_parallel"]
+    if not isinstance(tp, int) or not isinstance(sp, bool):
+        return
+    if sp and tp > 1:
+        return
+    reason = (
+        "TP = 1, where validate_args turns --sequence-parallel off first"
+        if sp
+        else "no --sequence-parallel"
+    )
+    yield Violation(
+        "model.tp_comm_overlap", {"reason": reason}, at=mlm_flag_at(args, "tp_comm_overlap")
+    )
+
+
 CHECKS: dict[str, PythonCheck] = {
+    "tp-comm-overlap-without-sp-mlm": PythonCheck(
+        tp_comm_overlap_without_sp_mlm, frozenset({"reason"})
+    ),
     "ep-overlap-prerequisites": PythonCheck(
         ep_overlap_prerequisites, frozenset({"where", "problems", "count"})
     ),

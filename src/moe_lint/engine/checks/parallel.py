@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from moe_lint.config.versions import stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
 from moe_lint.engine.checks.reads import derived as _fact
@@ -80,7 +81,21 @@ def cuda_device_max_connections_one(ctx: Context) -> Iterator[Violation]:
     ucc = r.value("model.pipeline_model_parallel_comm_backend", None) == "ucc"
     if not (conn == "1" and (mfsdp or ucc)):
         return
-    if mfsdp:
+    if (
+        mfsdp
+        and ctx.config.form == "megatron-lm"
+        and stated_below(ctx.config.versions, "megatron-core", "0.18")
+    ):
+        mfsdp = False  # a Megatron-LM command line has this assert from core_v0.18.0
+        if not ucc:
+            return
+    if mfsdp and ctx.config.form == "megatron-lm":
+        what = "Megatron-FSDP"
+        check = (
+            "Megatron-LM's validate_args asserts \"FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 "
+            'or unset."'
+        )
+    elif mfsdp:
         what = "Megatron-FSDP"
         check = 'Bridge asserts "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset"'
     else:

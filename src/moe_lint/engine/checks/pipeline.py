@@ -302,8 +302,13 @@ def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
     num_layers, mtp = _layers(cfg)
     if pp is None or pp <= 1 or num_layers is None:
         return None
+    mlm = cfg.form == "megatron-lm"
+    if mlm and _mlm_split_elsewhere(cfg):
+        return None
     vpp = _int(cfg.get("model.virtual_pipeline_model_parallel_size"))
-    full = cfg.form == "full-dump"
+    # A full dump states every split field, and so does a Megatron-LM command line: no recipe
+    # supplies a layout or account_for_* flags there, a flag not given has its argparse default.
+    full = cfg.form == "full-dump" or mlm
 
     def stated(dotted: str) -> bool:
         return full or (cfg.explicit(dotted) and dotted not in cfg.unknown)
@@ -345,6 +350,10 @@ def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
     from_recipe = not all(stated(d) for d in (layout_path, *flag_paths))
     if kind == "error" and data is not None and from_recipe:
         notes.append(data.describe())
+    if mlm and path == placement.PP_PATH and not cfg.explicit(placement.VPP_PATH):
+        # (with --num-virtual-stages-per-pipeline-rank validate_args skips the check, and the
+        # model build's get_num_layers_to_build asserts it instead)
+        notes.append(_MLM_SPLIT_ASSERT)
     if notes:
         problem += " (" + "; ".join(notes) + ")"
     return kind, _violation(
@@ -354,6 +363,26 @@ def _split_verdict(ctx: Context) -> tuple[str, Violation] | None:
         suggestion=_split_suggestion(num_layers, mtp, pp, vpp, emb, loss),
         **params,
     )
+
+
+#: megatron/training/arguments.py::validate_args (core_v0.14.0 to core_v0.19.0): without a
+#: layout, first/last-stage counts or virtual-stage flags, num_layers (plus one for each
+#: account_for_* flag) must divide by PP, before any model is built.
+_MLM_SPLIT_ASSERT = (
+    "Megatron-LM's validate_args asserts \"Number of layers should be divisible by the "
+    'pipeline-model-parallel size" at startup'
+)
+
+
+def _mlm_split_elsewhere(cfg: Config) -> bool:
+    """Megatron-LM input whose split validate_args does not check here: a hybrid layer pattern
+    places the layers itself (the check is skipped), and --num-layers-per-virtual-pipeline-stage
+    has asserts of its own (MLM005)."""
+    if cfg.get("model.hybrid_layer_pattern") or cfg.get("model.hybrid_override_pattern"):
+        return True
+    flags = getattr(cfg.doc, "mlm_flags", None) or ()
+    return any(str(f.name).split("=", 1)[0] == "--num-layers-per-virtual-pipeline-stage"
+               for f in flags)  # fmt: skip
 
 
 def pipeline_split(ctx: Context) -> Iterator[Violation]:

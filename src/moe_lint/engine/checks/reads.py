@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.config.fields import UNKNOWN
-from moe_lint.config.versions import stated_below
+from moe_lint.config.versions import effective_version, stated_below
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import FUNCTIONS, SectionView
 from moe_lint.engine.expr import _add as _bounded_add
@@ -153,3 +153,38 @@ def to_int(value: Any) -> int | None:
 def int_or_none(value: Any) -> int | None:
     """``value`` when it is an int (not a bool), else None: no conversion."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: Flags after which validate_args does not see the command line's values (the arguments come
+#: from a checkpoint, or validate_yaml runs instead): checks/mlm.py keeps the same list.
+_MLM_REPLACED_BY = ("use_checkpoint_args", "yaml_cfg")
+
+
+def mlm_args(ctx: Context) -> Any:
+    """The arguments Megatron-LM's ``validate_args`` sees for a Megatron-LM command line
+    (config/mlm_releases.MlmArgs: the flags over the stated release's argparse defaults), for the
+    checks of other families that re-state a Megatron-LM-only assert; None for Bridge input, a
+    release older than the flag table, or arguments that come from elsewhere."""
+    cfg = ctx.config
+    flags = getattr(cfg.doc, "mlm_flags", None) if cfg.form == "megatron-lm" else None
+    if not flags:
+        return None
+    # Lazy: the release table only for the checks of Megatron-LM input.
+    from moe_lint.config.mlm_releases import MlmArgs, release_for
+
+    release = release_for(effective_version(cfg.versions, "megatron-core"))
+    if release is None:
+        return None
+    args = MlmArgs(release, flags, incomplete=bool(getattr(cfg.doc, "mlm_notes", None)))
+    if any(args[dest] not in (False, None) for dest in _MLM_REPLACED_BY):
+        return None
+    return args
+
+
+def mlm_flag_at(args: Any, dest: str) -> tuple[int, int] | None:
+    """1-based (line, column) of the ``--flag`` that set ``dest`` (None when it kept its
+    default, or its token has no place in the file)."""
+    flag = args.flag(dest)
+    span = getattr(flag, "span", None)
+    start = getattr(span, "key_start", None) if span is not None else None
+    return (start.line, start.column) if start is not None else None
