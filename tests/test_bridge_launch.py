@@ -190,6 +190,24 @@ def test_performance_launcher_names_the_flat_recipe_and_its_world() -> None:
     assert doc.launcher == {"gpus-per-node": "4", "nodes": "64", "model": "deepseek-v3"}
 
 
+def test_performance_launcher_options_win_over_its_hydra_overrides() -> None:
+    text = (
+        "python scripts/performance/setup_experiment.py -m qwen -mr qwen3_30b_a3b -ng 16 "
+        "-g h100 -c bf16 -tp 2 model.tensor_model_parallel_size=4 --cuda_graph_impl local\n"
+    )
+    doc = parse_text(text, "perf.sh")
+    assert doc.launch.recipe == "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
+    assert doc.launcher["gpus"] == "16"
+    cfg = normalize(doc, doc.launch.overrides)
+    # set_user_overrides runs after the Hydra overrides: -tp 2 (and SP with it) wins.
+    assert cfg.value("model.tensor_model_parallel_size") == 2
+    assert cfg.value("model.sequence_parallel") is True
+    # its CUDA-graph helper is not restated: the fields it sets are unknown
+    assert "model.cuda_graph_impl" in cfg.unknown
+    # and the LLM dataset is replaced by a mock one after everything
+    assert "dataset.seq_length" in cfg.unknown
+
+
 #: scripts/training/setup_experiment.py's own usage example (its argparse epilog at v0.6.0).
 SETUP_EXAMPLE = """./scripts/training/train.sh --nodes 2 --gpus-per-node 8 \\
     --account ACCOUNT --partition PARTITION --container-image IMAGE \\

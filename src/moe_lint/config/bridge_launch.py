@@ -1085,11 +1085,8 @@ def _read(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Context) -> L
     data = _recipe_data(recipe)
     spans = _recipe_spans(data, where.span(anchor))
     bench = recipe.benchmark
-    if (
-        bench is not None
-        and bench["task"] in ("sft", "peft")
-        and parsed.values.get("step_func") is None
-    ):
+    if bench is not None and bench["task"] in ("sft", "peft") and _text_step(recipe_name):
+        data.pop("dataset", None)
         launch.unknown["dataset"] = (
             "run_recipe.py gives a text finetuning benchmark a mock "
             "dataset (_apply_benchmark_dataset_defaults)"
@@ -1132,6 +1129,20 @@ def _unknown_recipe(name: str) -> str:
         f"recipe {bounded_repr(name)} is not a recipe of {bridge_recipes.release()} (the "
         "release moe-lint knows): nothing checked"
     )
+
+
+#: recipe_metadata.py::RECIPE_FORWARD_STEP_PREFIXES (v0.6.0): recipes whose default forward
+#: step is not the text one (llm_step).
+_NON_TEXT_STEP_PREFIXES = (
+    "nemotron_nano_v2_vl_", "nemotron_omni_", "qwen2_audio_", "qwen3_omni_", "qwen3_vl_",
+    "qwen35_vl_", "step37_", "gemma3_vl_", "gemma4_vl_", "glm_45v_", "kimi_k25_vl_",
+    "ministral3_", "qwen25_vl_", "flux_", "wan_",
+)  # fmt: skip
+
+
+def _text_step(name: str) -> bool:
+    """recipe_metadata.py::recipe_step gives the recipe the text forward step (llm_step)."""
+    return not name.startswith(_NON_TEXT_STEP_PREFIXES)
 
 
 def _task(mode: str) -> str:
@@ -1194,12 +1205,11 @@ def _recipe_spans(data: dict[str, Any], anchor: Span | None) -> dict[Any, Span]:
 
 
 def _arguments(words: list[Any], text: str) -> list[Any]:
-    """The words a program receives: without a redirection's file-descriptor number (``2`` of
-    ``2>&1``) and without empty words (an empty ``"${ARRAY[@]}"`` passes none)."""
+    """The words a program receives, without a redirection's file-descriptor number (``2`` of
+    ``2>&1``). An empty word stays: it is an option's value (``--config_variant ""``); alone it
+    is left out by the parsers (an empty ``"${ARRAY[@]}"`` passes no word)."""
     out = []
     for word in words:
-        if not word.text:
-            continue
         last = word.idx[-1] if word.idx else -1
         if word.text.isdigit() and 0 <= last < len(text) - 1 and text[last + 1] in "<>":
             continue
@@ -1246,6 +1256,9 @@ def _run_recipe_args(args: list[Any]) -> _Parsed:
             continue
         if word.unresolved and not eq:
             notes.append(f"{bounded_repr(text)} is computed when the script runs: not read")
+            continue
+        if not text:
+            notes.append("an empty word (from an empty array, or an empty argument): not read")
             continue
         if text.startswith("-"):
             notes.append(
@@ -1558,16 +1571,20 @@ def _perf_document(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Cont
     data = _recipe_data(recipe)
     anchor = values.get("model_recipe_name")
     spans = _recipe_spans(data, where.span(anchor) if anchor is not None else None)
+    # run_script.py::_apply_perf_recipe_overrides: the Hydra overrides first, then the
+    # launcher's own options (set_user_overrides), which win.
+    for word_, cut, override_text in trailing:
+        _add_override(launch, word_, cut, override_text, ctx, spans)
     for dest, found in values.items():
         if dest in _PERF_JOB_ONLY:
             continue
         target = _PERF_FIELDS.get(dest)
         if target is None:
             if dest != "data":
-                launch.unknown[f"@{dest}"] = ""
+                launch.unread[f"@{dest}"] = ""
             continue
-        if found is True or found.unresolved:
-            launch.unknown[target] = f"--{dest} is computed when the script runs"
+        if found is True or found.unresolved or ctx.off(found):
+            launch.unread[target] = f"--{dest} is computed when the script runs"
             continue
         raw = found.text
         if dest == "virtual_pipeline_model_parallel_size" and raw == "None":
@@ -1577,9 +1594,7 @@ def _perf_document(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Cont
             _add_override(
                 launch, found, None, f"model.sequence_parallel={int(raw) > 1}", ctx, spans
             )
-    _perf_unknowns(launch, values)
-    for word_, cut, override_text in trailing:
-        _add_override(launch, word_, cut, override_text, ctx, spans)
+    _perf_unknowns(launch, values, data)
     world: dict[str, str] = {}
     per = word("gpus_per_node")
     if gpus.isdigit():
@@ -1648,16 +1663,22 @@ _PERF_UNRESTATED = {
 }
 
 
-def _perf_unknowns(launch: Launch, values: dict[str, Any]) -> None:
-    """The perf launcher always replaces an LLM's dataset (``--data``, mock by default:
-    set_user_overrides); options whose effect is not restated leave their fields unknown."""
-    for key in [k for k in launch.unknown if k.startswith("@")]:
+def _perf_unknowns(launch: Launch, values: dict[str, Any], tree: dict[str, Any]) -> None:
+    """The perf launcher always replaces an LLM's dataset after the overrides (``--data``,
+    mock by default: set_user_overrides); options whose effect is not restated leave their
+    fields unknown, whatever the recipe or an override says."""
+    for key in [k for k in launch.unread if k.startswith("@")]:
         dest = key[1:]
-        del launch.unknown[key]
+        del launch.unread[key]
         for target in _PERF_UNRESTATED.get(dest, ("model", "ddp", "comm_overlap")):
-            launch.unknown[target] = f"--{dest} is applied by the performance launcher's helpers"
-    data_word = values.get("data")
+            launch.unread[target] = f"--{dest} is applied by the performance launcher's helpers"
+    data_word, domain_word = values.get("data"), values.get("domain")
     data = "mock" if data_word is None or data_word is True else data_word.text
-    launch.unknown["dataset"] = (
+    domain = "llm" if domain_word is None or domain_word is True else domain_word.text
+    if data == "mock" and domain != "llm":
+        return  # a VLM keeps its recipe's dataset with mock data
+    tree.pop("dataset", None)
+    launch.overrides = [o for o in launch.overrides if str(o.path[0]) != "dataset"]
+    launch.unread["dataset"] = (
         f"the performance launcher builds a {data!r} dataset (set_user_overrides)"
     )
