@@ -61,7 +61,7 @@ FORM = "bridge-launch"
 _MARKER = re.compile(
     r"run_recipe\.py|run_script\.py|setup_experiment\.py|bootstrap\.py|launch_with_nemo_run\.py|"
     r"setup_(?:conversion|inference)\.py|scripts/(?:conversion|inference|performance|training)/|"
-    r"examples/(?:conversion|models|megatron_mimo|training_features|inference)/|"
+    r"examples/(?:conversion|models|megatron_mimo|training_features)/|"
     r"tutorials/recipes/|hf_to_megatron|megatron[./_]bridge|Megatron-Bridge",
     re.I,
 )
