@@ -541,6 +541,8 @@ class Interpreter:
         "get_workload_base_config",
         "apply_flex_dispatcher_backend",
     }
+    #: Top-level config sections whose ``cfg.<section>.<field>`` assignments are collected.
+    sections: ClassVar[tuple[str, ...]] = SECTIONS
 
     def __init__(self, mirror: Mirror, ref: str, preset: dict[str, Any] | None) -> None:
         self.mirror, self.ref, self.preset = mirror, ref, preset
@@ -765,7 +767,7 @@ class Interpreter:
             return _UNSET
         func = found[1]
         args = self._bind(func, node, names, aliases)
-        sub = Interpreter(self.mirror, self.ref, self.preset)
+        sub = type(self)(self.mirror, self.ref, self.preset)
         sub.depth = self.depth + 1
         sub.call(found, args, [], aliases={})
         return sub.returned
@@ -843,6 +845,7 @@ class Interpreter:
         aliases: dict[str, str],
     ) -> None:
         if not isinstance(node.func, ast.Name) or node.func.id in self.NATIVE:
+            self._opaque_call(node, names, aliases)
             return
         cfg_positions = {
             i: self._path(a, aliases)
@@ -852,6 +855,7 @@ class Interpreter:
         }
         found = self._resolve(where, node.func.id)
         if found is None:
+            self._opaque_call(node, names, aliases)
             return
         func = found[1]
         params = [a.arg for a in func.args.args]
@@ -894,7 +898,8 @@ class Interpreter:
             if isinstance(stmt, ast.If):
                 test = self._value(stmt.test, names, aliases)
                 if test is _UNSET:
-                    self.trace.skipped_ifs += 1
+                    if not self._undecided_if(stmt, where, tree, names, aliases):
+                        return False
                     continue
                 if not self._block(stmt.body if test else stmt.orelse, where, tree, names, aliases):
                     return False
@@ -934,8 +939,9 @@ class Interpreter:
                         ) and stmt.value.func.id == "ConfigContainer":
                             built = self._value(stmt.value, names, aliases)
                             if isinstance(built, tuple) and built[0] == "obj":
+                                self.trace.values.clear()  # a new config: nothing set before
                                 for section, obj in built[1].items():
-                                    if section in SECTIONS:
+                                    if section in self.sections:
                                         self._set(section, obj)
                             aliases[target.id] = ""
                             continue
@@ -959,21 +965,65 @@ class Interpreter:
                         names[target.value.id][1][target.attr] = item
                     continue
                 path = self._path(target, aliases)
-                if path is None or path.split(".")[0] not in SECTIONS:
+                if path is None or path.split(".")[0] not in self.sections:
                     continue
                 value = self._value(stmt.value, names, aliases)
                 if value is not _UNSET:
                     self._set(path, value)
                 else:
-                    self.trace.values.pop(path, None)
+                    self._unresolved(path, stmt.value, names, aliases)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) > 1:
                 # a.x = b.x = value (cfg.rng.te_rng_tracker = cfg.model.use_te_rng_tracker = True)
                 value = self._value(stmt.value, names, aliases)
                 for target in stmt.targets:
                     path = self._path(target, aliases)
-                    if path is not None and path.split(".")[0] in SECTIONS and value is not _UNSET:
+                    if (
+                        path is not None
+                        and path.split(".")[0] in self.sections
+                        and value is not _UNSET
+                    ):
                         self._set(path, value)
+            if not isinstance(stmt, (ast.Assign, ast.Expr, ast.If, ast.Return)) and not self._other(
+                stmt, where, tree, names, aliases
+            ):
+                return False
         return True
+
+    # -- hooks (gen_bridge_recipes.py's reading refines them; this tool's use keeps these) --
+
+    def _unresolved(
+        self, path: str, node: ast.AST, names: dict[str, Any], aliases: dict[str, str]
+    ) -> None:
+        """``cfg.<path> = <not a literal>``: forget what was known of ``path``."""
+        self.trace.values.pop(path, None)
+
+    def _undecided_if(
+        self,
+        stmt: ast.If,
+        where: str,
+        tree: ast.Module,
+        names: dict[str, Any],
+        aliases: dict[str, str],
+    ) -> bool:
+        """An ``if`` whose test cannot be decided from literals: neither branch is followed.
+        False when every path through it returns."""
+        self.trace.skipped_ifs += 1
+        return True
+
+    def _other(
+        self,
+        stmt: ast.stmt,
+        where: str,
+        tree: ast.Module,
+        names: dict[str, Any],
+        aliases: dict[str, str],
+    ) -> bool:
+        """A statement the reading does not follow (loops, ``with``, ``try``, ``+=``); False
+        when every path through it returns."""
+        return True
+
+    def _opaque_call(self, node: ast.Call, names: dict[str, Any], aliases: dict[str, str]) -> None:
+        """A call statement the reading cannot follow (a method, a function outside Bridge)."""
 
     def _assign_from_call(
         self,
@@ -986,6 +1036,7 @@ class Interpreter:
         assert isinstance(node.func, ast.Name)
         found = self._resolve(where, node.func.id)
         if found is None:
+            self._unresolved("", node, names, aliases)  # cfg = <a call the reading cannot find>
             return
         func = found[1]
         args = self._bind(func, node, names, aliases)

@@ -135,6 +135,8 @@ def prepare(
     NotBridgeConfig for YAML that is not a Bridge config)."""
     file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster, doc.launcher)
     preset = preset_fields(file_settings.model) if file_settings.model else None
+    if doc.launch is not None:  # a Bridge launch script: its own overrides come first
+        overrides = [*doc.launch.overrides, *overrides]
     oracle = None
     if overrides:
         oracle = FieldOracle(file_settings, file_settings.model)

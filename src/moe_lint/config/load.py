@@ -75,6 +75,9 @@ class Document:
     mlm_unknown: set[str] = field(default_factory=set)
     mlm_notes: list[str] = field(default_factory=list)
     launcher: dict[str, str] = field(default_factory=dict)
+    #: A Megatron Bridge launch script (form "bridge-launch"): config/bridge_launch.Launch, its
+    #: recipe's overrides and what run_recipe.py does after them; ``data`` is the recipe's.
+    launch: Any = None
 
     @property
     def lines(self) -> list[str]:
@@ -484,6 +487,12 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     from moe_lint.config import mlm_args
 
     if mlm_args.looks_like_script(text, path):
+        # Lazy: Bridge's launchers (run_recipe.py --recipe NAME k=v) before Megatron-LM's.
+        from moe_lint.config import bridge_launch
+
+        launch = bridge_launch.document(text, path, had_bom)
+        if launch is not None:
+            return launch_document(launch)
         return mlm_document(mlm_args.parse_script(text, path, had_bom))
     try:
         nodes = compose(text)
@@ -547,6 +556,16 @@ def mlm_document(result: Any) -> Document:
         had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
         mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
         launcher=result.launcher,
+    )  # fmt: skip
+
+
+def launch_document(read: Any) -> Document:
+    """The Document of a Megatron Bridge launch script read by config/bridge_launch.py (a
+    ``LaunchRead``): the recipe's values, their spans and the launch (overrides, after-steps)."""
+    return Document(
+        path=read.path, text=read.text, data=read.data, spans=SpanMap(read.spans),
+        had_bom=read.had_bom, skip=read.skip, form=read.form, launcher=read.launcher,
+        launch=read.launch,
     )  # fmt: skip
 
 

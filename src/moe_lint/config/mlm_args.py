@@ -765,13 +765,19 @@ def _launcher_world(words: list[_PStr]) -> dict[str, str]:
     return out
 
 
-def read_script(text: str) -> Parsed:
+def read_shell(text: str) -> ShellReader:
+    """A script read by :class:`ShellReader` (with this input's expansion budget)."""
     _SPENT[0] = 0
     reader = ShellReader(text)
     try:
         reader.run()
     except RecursionError:
         raise InputError("shell nesting too deep to read") from None
+    return reader
+
+
+def read_script(text: str) -> Parsed:
+    reader = read_shell(text)
     launch = find_launch(reader)
     if launch is not None:
         words, launcher, command = launch.args, _launcher_world(launch.launcher), launch.script

@@ -310,6 +310,13 @@ def normalize(
             cfg.override_text[format_path(ov.path)] = ov.text
         overrides = outcome.applied
     override_paths = {format_path(ov.path) for ov in overrides if not ov.delete} - deleted
+    if doc.launch is not None:
+        # A Bridge launch script: what run_recipe.py does after the overrides, and the fields
+        # the recipe sets in a way moe-lint cannot know (config/bridge_launch.py).
+        for dotted, note, unknown in doc.launch.after_overrides(raw, override_paths):
+            cfg.notes[dotted] = note
+            if unknown:
+                cfg.unknown.add(dotted)
 
     for name in fields.validated_sections():
         section = raw.get(name)

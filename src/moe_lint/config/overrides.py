@@ -29,14 +29,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.bounds import bounded_repr, number_too_long
 from moe_lint.config import fields
 from moe_lint.config.known_keys import KeyWalk
-from moe_lint.config.load import ConfigPath
 from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
 from moe_lint.errors import InputError
+
+if TYPE_CHECKING:
+    from moe_lint.config.load import ConfigPath
 
 # --- Hydra's value lexer (VALUE_MODE of OverrideLexer.g4) --------------------------------
 
@@ -295,6 +297,8 @@ class Override(NamedTuple):
     #: 1-based position among the command-line arguments (after the program name), when the
     #: override came from a command line; findings name it.
     argument: int | None = None
+    #: Where a launch script writes it (config/bridge_launch.py): findings point there.
+    span: Any = None
 
     @property
     def key(self) -> str:

@@ -333,9 +333,9 @@ def _load_data_yaml(name: str) -> dict[str, Any]:
     return data
 
 
-def normalize_model(name: str, where: str, base: Path | None = None) -> str:
-    """A preset key for a preset name / HF id / alias; else an HF ``config.json`` (or a model
-    directory holding one) read now and named by its absolute path (hf_config.load)."""
+def preset_key(name: str) -> str | None:
+    """The preset a preset name, HF id (with or without its organisation) or alias names;
+    None when no preset does."""
     key = name.strip().lower()
     models = model_presets()
     if key in models:
@@ -347,6 +347,15 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
         }
         if key in names or key == str(entry.get("hf_id", "")).split("/")[-1].lower():
             return str(model_key)
+    return None
+
+
+def normalize_model(name: str, where: str, base: Path | None = None) -> str:
+    """A preset key for a preset name / HF id / alias; else an HF ``config.json`` (or a model
+    directory holding one) read now and named by its absolute path (hf_config.load)."""
+    preset = preset_key(name)
+    if preset is not None:
+        return preset
     path = Path(name.strip()).expanduser()
     if base is not None and not path.is_absolute():
         path = base / path

@@ -115,6 +115,19 @@ def _not_owned(doc: Document, path: ConfigPath) -> str | None:
     return None
 
 
+#: Why a Bridge launch script (config/bridge_launch.py) gets no edits: its values are the
+#: recipe's and the overrides', written as shell words.
+LAUNCH_REFUSAL = "a Megatron Bridge launch script: change or add its override by hand"
+
+
+def _launch(doc: Document, path: ConfigPath) -> bool:
+    """True (and the reason recorded) for a Bridge launch script."""
+    if doc.form != "bridge-launch":
+        return False
+    doc.fix_refusals[path] = LAUNCH_REFUSAL
+    return True
+
+
 def _refuse(doc: Document, path: ConfigPath) -> bool:
     """Record why ``path`` cannot be edited (for --fix to report); True when it cannot."""
     why = _not_owned(doc, path)
@@ -150,6 +163,8 @@ def set_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     """
     if doc.form == "megatron-lm":
         return _mlm_value_edit(doc, path, value)
+    if _launch(doc, path):
+        return None
     text = doc.text
     span = doc.spans.get(path)
     if span is not None:
@@ -406,6 +421,8 @@ def replace_item_edit(doc: Document, path: ConfigPath, new_text: str) -> Edit | 
     if doc.form == "megatron-lm":
         doc.fix_refusals[path] = "a list on a Megatron-LM command line: edit it by hand"
         return None
+    if _launch(doc, path):
+        return None
     span = doc.spans.get(path)
     if span is None or not span.scalar or _refuse(doc, path):
         return None
@@ -424,6 +441,8 @@ def remove_item_edit(doc: Document, path: ConfigPath) -> Edit | None:
         return None
     if doc.form == "megatron-lm":
         doc.fix_refusals[path] = "a list on a Megatron-LM command line: edit it by hand"
+        return None
+    if _launch(doc, path):
         return None
     parent, index = doc.spans.get(path[:-1]), path[-1]
     item = doc.spans.get(path)

@@ -86,7 +86,7 @@ def _packing_reason(ctx: Context) -> str:
         return "enable_offline_packing needs offline_packing_specs"
     if specs is not None and not offline:
         return "offline_packing_specs is set but enable_offline_packing is not true"
-    if offline and size <= 0:
+    if offline and isinstance(size, int) and size <= 0:
         return "offline_packing_specs.packed_sequence_size must be greater than 0"
     if (
         specs is not None
@@ -97,7 +97,8 @@ def _packing_reason(ctx: Context) -> str:
     if offline and m is not None and m > 1:
         return (
             f"offline packing needs micro_batch_size 1, got {m}; the equivalent is MBS 1, "
-            f"GBS {(g or 0) // m}, packed_sequence_size {size * m}"
+            f"GBS {(g or 0) // m}, packed_sequence_size "
+            f"{size * m if isinstance(size, int) else f'{m} x the packed size'}"
         )
     if inbatch and m == 1:
         return "in-batch packing needs micro_batch_size greater than 1"

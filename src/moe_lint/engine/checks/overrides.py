@@ -56,6 +56,10 @@ def _check(kind: str) -> Callable[[Context], Iterator[Violation]]:
             if problem.kind != kind:
                 continue
             o = problem.override
+            if o.span is not None:  # written in a launch script: the finding points at it
+                start = o.span.key_start or o.span.value_start
+                yield Violation(path=o.key, params=_params(problem), at=(start.line, start.column))
+                continue
             yield Violation(
                 path=o.key,
                 params=_params(problem),
