@@ -75,6 +75,8 @@ class Document:
     mlm_unknown: set[str] = field(default_factory=set)
     mlm_notes: list[str] = field(default_factory=list)
     launcher: dict[str, str] = field(default_factory=dict)
+    #: Where the launcher's world came from (mlm_args: flags, lines, shell defaults).
+    launcher_source: str = ""
 
     @property
     def lines(self) -> list[str]:
@@ -546,7 +548,7 @@ def mlm_document(result: Any) -> Document:
         path=result.path, text=result.text, data=result.data, spans=SpanMap(result.spans),
         had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
         mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
-        launcher=result.launcher,
+        launcher=result.launcher, launcher_source=result.launcher_source,
     )  # fmt: skip
 
 

@@ -19,7 +19,6 @@ points at its ``--flag`` (file:line:col), through variables too.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import json
 import re
@@ -31,19 +30,13 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from moe_lint.bounds import MAX_BYTES, bounded_str, number_too_long
+from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config.positions import Pos, Span
+from moe_lint.config.shell import ShellReader, _PStr, reset_budget
 from moe_lint.errors import InputError
 
-#: Characters one variable's value and one expanded command may grow to (an expansion
-#: doubling itself line after line stops here): bounds.MAX_BYTES.
-MAX_EXPANSION = MAX_BYTES
-#: Characters all expansions of one script may build together (a variable that grows line
-#: by line copies itself each time: this keeps the work linear in a bound, not quadratic).
-MAX_EXPANDED_TOTAL = 8 * MAX_BYTES
-_SPENT = [0]
-#: Words on one command line after expansion (real launch commands have a few hundred).
-MAX_WORDS = 100_000
+__all__ = ["Launch", "MlmFlag", "MlmResult", "ShellReader", "find_launch", "split_flags"]
+
 #: Flags kept from one input.
 MAX_FLAGS = 20_000
 
@@ -73,579 +66,45 @@ def flag_table() -> dict[str, Any]:
     return data
 
 
-# --- positioned strings -------------------------------------------------------------------
-
-
-class _PStr:
-    """Text with, for each character, its index in the source (-1: not written there)."""
-
-    __slots__ = ("idx", "text", "unresolved")
-
-    def __init__(self, text: str = "", idx: list[int] | None = None, unresolved: bool = False):
-        self.text = text
-        self.idx = idx if idx is not None else [-1] * len(text)
-        self.unresolved = unresolved
-
-    def __add__(self, other: _PStr) -> _PStr:
-        size = len(self.text) + len(other.text)
-        if size > MAX_EXPANSION:
-            raise InputError(
-                f"variable expansion exceeds {MAX_EXPANSION:,} characters (bounds.MAX_BYTES)"
-            )
-        _SPENT[0] += size
-        if _SPENT[0] > MAX_EXPANDED_TOTAL:
-            raise InputError(
-                f"variable expansions build more than {MAX_EXPANDED_TOTAL:,} characters in all"
-            )
-        return _PStr(
-            self.text + other.text, self.idx + other.idx, self.unresolved or other.unresolved
-        )
-
-    def split(self) -> list[_PStr]:
-        out = []
-        for m in re.finditer(r"\S+", self.text):
-            out.append(_PStr(m.group(), self.idx[m.start() : m.end()], self.unresolved))
-        return out
-
-    def literal(self) -> bool:
-        """Written as one contiguous run of source characters (a plain literal token)."""
-        return (
-            bool(self.idx)
-            and self.idx[0] >= 0
-            and all(b == a + 1 for a, b in zip(self.idx, self.idx[1:], strict=False))
-        )
-
-
-@dataclass
-class _Word:
-    """One shell word: its pieces (a piece from an unquoted expansion is split later)."""
-
-    parts: list[tuple[_PStr, bool]] = field(default_factory=list)  # (text, split it?)
-    array: list[_PStr] | None = None  # "${ARR[@]}": whole elements
-    start: int = 0
-
-    def add(self, text: _PStr, split: bool) -> None:
-        if self.array is not None:  # "${A[@]}x": the elements joined, then the rest
-            joined = _PStr()
-            for k, item in enumerate(self.array):
-                joined = joined + (_PStr(" ") if k else _PStr()) + item
-            self.parts.append((joined, True))
-            self.array = None
-        self.parts.append((text, split))
-
-
-class _Command(NamedTuple):
-    words: list[_PStr]
-    assignments: list[tuple[str, str, list[_PStr] | _PStr, int]]  # name, op, value, index
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
-_OPERATORS = ("&&", "||", ";;", "|", ";", "&")
-_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in",
-             "case", "esac", "function", "{", "}", "!", "time", "exec", "nohup"}  # fmt: skip
-_PREFIX_WORDS = {"export", "local", "declare", "readonly", "typeset"}
-
-
-class ShellReader:
-    """A bounded, non-executing reader of one bash script."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.i = 0
-        self.vars: dict[str, _PStr | list[_PStr]] = {}
-        self.notes: list[str] = []
-        self.commands: list[_Command] = []
-        self.steps = 0
-        #: Names the script exports (``export NAME=...``): the run's environment.
-        self.exported: list[str] = []
-
-    # -- lexing ----------------------------------------------------------------------------
-
-    def _peek(self, k: int = 0) -> str:
-        j = self.i + k
-        return self.text[j] if j < len(self.text) else ""
-
-    def _note(self, what: str) -> None:
-        if len(self.notes) < 50 and what not in self.notes:
-            self.notes.append(what)
-
-    def run(self) -> None:
-        while self.i < len(self.text):
-            words, assignments = self._command()
-            if words or assignments:
-                self._execute(words, assignments)
-
-    def _skip_blank(self) -> None:
-        while self.i < len(self.text):
-            ch = self._peek()
-            if ch in " \t\r":
-                self.i += 1
-            elif ch == "\\" and self._peek(1) == "\n":
-                self.i += 2
-            elif ch == "\\" and self._peek(1) == "\r" and self._peek(2) == "\n":
-                self.i += 3
-            else:
-                return
-
-    def _command(self) -> tuple[list[_Word], list[tuple[str, str, Any, int]]]:
-        """Read one simple command (to a newline or an operator)."""
-        words: list[_Word] = []
-        assignments: list[tuple[str, str, Any, int]] = []
-        heredocs: list[str] = []
-        while True:
-            self.steps += 1
-            if self.steps > 4 * len(self.text) + 1000:  # every step consumes text: a guard only
-                raise InputError("the shell text cannot be taken apart (reader made no progress)")
-            self._skip_blank()
-            ch = self._peek()
-            if ch == "":
-                break
-            if ch == "#":
-                end = self.text.find("\n", self.i)
-                self.i = len(self.text) if end < 0 else end
-                continue
-            if ch == "\n":
-                self.i += 1
-                for tag in heredocs:
-                    self._skip_heredoc(tag)
-                heredocs.clear()
-                if words or assignments:
-                    break
-                continue
-            op = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
-            if op is not None:
-                self.i += len(op)
-                if words or assignments:
-                    break
-                continue
-            if ch in "()" and not words:
-                self.i += 1  # a subshell or a function body: read what is inside
-                continue
-            if self.text.startswith("<<", self.i):
-                self.i += 2
-                if self._peek() == "<":  # here-string: its word is read next and dropped
-                    self.i += 1
-                    self._skip_blank()
-                    self._word()
-                    continue
-                if self._peek() == "-":
-                    self.i += 1
-                self._skip_blank()
-                delimiter = self._word()
-                heredocs.append("".join(p.text for p, _ in delimiter.parts).strip("'\""))
-                continue
-            if ch in "<>":
-                self.i += 1
-                if self._peek() in "&>":
-                    self.i += 1
-                self._skip_blank()
-                self._word()  # redirection target
-                continue
-            if ch == ")":
-                self.i += 1
-                continue
-            if not words:
-                m = _ASSIGN.match(self.text, self.i)
-                if m and m.group(2) is None:
-                    start = self.i
-                    self.i = m.end()
-                    if self._peek() == "(":
-                        self.i += 1
-                        assignments.append((m.group(1), m.group(3), self._array(), start))
-                    else:
-                        word = self._word()
-                        assignments.append((m.group(1), m.group(3), self._join(word), start))
-                    continue
-            before = self.i
-            word = self._word()
-            if word.parts or word.array is not None:
-                words.append(word)
-            if self.i == before:
-                self.i += 1  # a character no rule consumed (``f()``'s parenthesis): move on
-        return words, assignments
-
-    def _skip_heredoc(self, tag: str) -> None:
-        while self.i < len(self.text):
-            end = self.text.find("\n", self.i)
-            line = self.text[self.i : len(self.text) if end < 0 else end]
-            self.i = len(self.text) if end < 0 else end + 1
-            if line.strip() == tag:
-                return
-
-    def _array(self) -> list[_PStr]:
-        items: list[_PStr] = []
-        while self.i < len(self.text):
-            self._skip_blank()
-            ch = self._peek()
-            if ch == ")":
-                self.i += 1
-                return items
-            if ch == "\n":
-                self.i += 1
-                continue
-            if ch == "#":
-                end = self.text.find("\n", self.i)
-                self.i = len(self.text) if end < 0 else end
-                continue
-            word = self._word()
-            if not word.parts and word.array is None:
-                self.i += 1
-                continue
-            items.extend(self._expand(word))
-            if len(items) > MAX_WORDS:
-                raise InputError(f"array of more than {MAX_WORDS:,} words")
-        return items
-
-    def _word(self) -> _Word:
-        word = _Word(start=self.i)
-        text = self.text
-        while self.i < len(text):
-            ch = text[self.i]
-            if ch in " \t\r\n;&|<>()":
-                break
-            if ch == "#" and self.i == word.start:
-                break
-            if ch == "\\":
-                nxt = self._peek(1)
-                if nxt == "\n":
-                    self.i += 2
-                    break
-                if nxt:
-                    word.add(_PStr(nxt, [self.i + 1]), False)
-                self.i += 2
-            elif ch == "'":
-                end = text.find("'", self.i + 1)
-                if end < 0:
-                    raise InputError(f"line {self._line(self.i)}: unterminated single quote")
-                word.add(_PStr(text[self.i + 1 : end], list(range(self.i + 1, end))), False)
-                self.i = end + 1
-            elif ch == '"':
-                self._double_quoted(word)
-            elif ch == "$":
-                self._dollar(word, quoted=False)
-            elif ch == "`":
-                self._backtick(word)
-            else:
-                j = self.i
-                while j < len(text) and text[j] not in " \t\r\n;&|<>()\\'\"$`":
-                    j += 1
-                word.add(_PStr(text[self.i : j], list(range(self.i, j))), False)
-                self.i = j
-        return word
-
-    def _backtick(self, word: _Word) -> None:
-        """A backtick command is never run: its text stays unresolved (and is noted)."""
-        text = self.text
-        end = text.find("`", self.i + 1)
-        end = len(text) - 1 if end < 0 else end
-        self._note(f"line {self._line(self.i)}: a backtick command is not run")
-        word.add(_PStr(text[self.i : end + 1], unresolved=True), False)
-        self.i = end + 1
-
-    def _double_quoted(self, word: _Word) -> None:
-        text = self.text
-        self.i += 1
-        while self.i < len(text):
-            ch = text[self.i]
-            if ch == '"':
-                self.i += 1
-                return
-            if ch == "\\" and self._peek(1) in '"\\$`\n':
-                if self._peek(1) != "\n":
-                    word.add(_PStr(self._peek(1), [self.i + 1]), False)
-                self.i += 2
-            elif ch == "$":
-                self._dollar(word, quoted=True)
-            elif ch == "`":
-                self._backtick(word)
-            else:
-                j = self.i
-                while j < len(text) and text[j] not in '"\\$`':
-                    j += 1
-                if j == self.i:
-                    j += 1
-                word.add(_PStr(text[self.i : j], list(range(self.i, j))), False)
-                self.i = j
-        raise InputError(f"line {self._line(word.start)}: unterminated double quote")
-
-    def _matching(self, start: int, open_: str, close: str) -> int:
-        """Index of the bracket closing the one at ``start`` (nesting counted)."""
-        depth = 0
-        for j in range(start, len(self.text)):
-            c = self.text[j]
-            if c == open_:
-                depth += 1
-            elif c == close:
-                depth -= 1
-                if depth == 0:
-                    return j
-        raise InputError(f"line {self._line(start)}: unterminated {open_}")
-
-    def _dollar(self, word: _Word, quoted: bool) -> None:
-        text, i = self.text, self.i
-        nxt = self._peek(1)
-        if text.startswith("$((", i):
-            end = self._matching(i + 1, "(", ")")
-            inner = text[i + 3 : end - 1]
-            self.i = end + 1
-            word.add(self._arith(inner, i), False)
-            return
-        if nxt == "(":
-            end = self._matching(i + 1, "(", ")")
-            self._note(f"line {self._line(i)}: a command substitution $(...) is not run")
-            word.add(_PStr(text[i : end + 1], unresolved=True), False)
-            self.i = end + 1
-            return
-        if nxt == "{":
-            end = self._matching(i + 1, "{", "}")
-            body = text[i + 2 : end]
-            self.i = end + 1
-            self._brace(word, body, i, quoted)
-            return
-        m = _NAME.match(text, i + 1)
-        if m:
-            self.i = m.end()
-            word.add(self._lookup(m.group(), i, quoted, None), not quoted)
-            return
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i += 2
-            self._note(
-                f"line {self._line(i)}: ${nxt} (a script argument or shell state) is unknown"
-            )
-            word.add(_PStr("$" + nxt, unresolved=True), False)
-            return
-        word.add(_PStr("$", [i]), False)
-        self.i += 1
-
-    def _brace(self, word: _Word, body: str, at: int, quoted: bool) -> None:
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]", body)
-        if m:
-            value = self.vars.get(m.group(1))
-            items = value if isinstance(value, list) else ([value] if value is not None else [])
-            if value is None:
-                self._note(f"line {self._line(at)}: ${{{m.group(1)}[@]}} is not set in the script")
-            if (quoted and m.group(2) == "@") or not quoted:
-                word.array = list(items) if quoted else [w for it in items for w in it.split()]
-                if word.parts or len(items) == 0:
-                    joined = _PStr()
-                    for k, item in enumerate(items):
-                        joined = joined + (_PStr(" ") if k else _PStr()) + item
-                    word.add(joined, not quoted)
-                    word.array = None
-            else:
-                joined = _PStr()
-                for k, item in enumerate(items):
-                    joined = joined + (_PStr(" ") if k else _PStr()) + item
-                word.add(joined, False)
-            return
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?::?([-=+?])(.*))?", body, re.S)
-        if not m:
-            self._note(f"line {self._line(at)}: ${{{bounded_str(body, 40)}}} is not expanded")
-            word.add(_PStr("${" + body + "}", unresolved=True), False)
-            return
-        default = None
-        if m.group(2) in ("-", "="):
-            default = self._expand_text(m.group(3), at + 2 + len(body) - len(m.group(3)))
-        elif m.group(2) == "+":
-            if m.group(1) in self.vars:
-                word.add(self._expand_text(m.group(3), at + 2 + len(body) - len(m.group(3))),
-                         not quoted)  # fmt: skip
-            return
-        value = self._lookup(m.group(1), at, quoted, default)
-        if m.group(2) == "=" and m.group(1) not in self.vars:
-            self.vars[m.group(1)] = value
-        word.add(value, not quoted)
-
-    def _expand_text(self, text: str, offset: int) -> _PStr:
-        """Expand a default's text (``${X:-$Y}``) with source positions from ``offset``."""
-        sub = ShellReader.__new__(ShellReader)
-        sub.text, sub.i, sub.vars, sub.notes, sub.commands = self.text, offset, self.vars, \
-            self.notes, []  # fmt: skip
-        sub.steps = 0
-        word = _Word(start=offset)
-        end = offset + len(text)
-        while sub.i < end:
-            ch = sub.text[sub.i]
-            if ch == "$":
-                sub._dollar(word, quoted=True)
-            elif ch == '"' or ch == "'":
-                close = sub.text.find(ch, sub.i + 1)
-                close = end if close < 0 or close > end else close
-                word.add(_PStr(sub.text[sub.i + 1 : close], list(range(sub.i + 1, close))), False)
-                sub.i = close + 1
-            else:
-                word.add(_PStr(ch, [sub.i]), False)
-                sub.i += 1
-        return self._join(word)
-
-    def _lookup(self, name: str, at: int, quoted: bool, default: _PStr | None) -> _PStr:
-        value = self.vars.get(name)
-        if isinstance(value, list):
-            return value[0] if value else _PStr()
-        if value is not None:
-            return value
-        if default is not None:
-            return default
-        self._note(f"line {self._line(at)}: ${name} is not set in the script")
-        return _PStr("$" + name, unresolved=True)
-
-    def _arith(self, inner: str, at: int) -> _PStr:
-        """``$(( ))`` on integers only (variables of the script expanded first)."""
-        expanded = self._expand_text(inner, at + 3).text
-
-        def sub(m: re.Match[str]) -> str:
-            v = self.vars.get(m.group())
-            return v.text if isinstance(v, _PStr) else m.group()
-
-        expanded = re.sub(r"[A-Za-z_][A-Za-z0-9_]*", sub, expanded.replace("$", ""))
-        value = _safe_int(expanded)
-        if value is None:
-            self._note(f"line {self._line(at)}: $(( {bounded_str(inner, 40)} )) is not computed")
-            return _PStr(f"$(({inner}))", unresolved=True)
-        return _PStr(str(value))
-
-    def _join(self, word: _Word) -> _PStr:
-        out = _PStr()
-        if word.array is not None:
-            for k, item in enumerate(word.array):
-                out = out + (_PStr(" ") if k else _PStr()) + item
-        for part, _ in word.parts:
-            out = out + part
-        return out
-
-    def _expand(self, word: _Word) -> list[_PStr]:
-        """The words a shell word becomes (unquoted expansions split on whitespace)."""
-        if word.array is not None and not word.parts:
-            return list(word.array)
-        out: list[_PStr] = []
-        current: _PStr | None = None
-        for part, split in word.parts:
-            if not split:
-                current = part if current is None else current + part
-                continue
-            pieces = part.split()
-            if not pieces:
-                continue
-            lead = part.text[:1].isspace()
-            trail = part.text[-1:].isspace()
-            for k, piece in enumerate(pieces):
-                if k == 0 and current is not None and not lead:
-                    current = current + piece
-                else:
-                    if current is not None:
-                        out.append(current)
-                    current = piece
-            if trail and current is not None:
-                out.append(current)
-                current = None
-        if current is not None:
-            out.append(current)
-        return out
-
-    def _line(self, index: int) -> int:
-        return self.text.count("\n", 0, index) + 1
-
-    # -- "executing" assignments and recording commands -------------------------------------
-
-    def _execute(self, words: list[_Word], assignments: list[tuple[str, str, Any, int]]) -> None:
-        expanded: list[_PStr] = []
-        for word in words:
-            expanded.extend(self._expand(word))
-            if len(expanded) > MAX_WORDS:
-                raise InputError(f"a command of more than {MAX_WORDS:,} words")
-        while expanded and expanded[0].text in _KEYWORDS:
-            expanded.pop(0)
-        if expanded and expanded[0].text in _PREFIX_WORDS:
-            # export NAME=value ...: the words are assignments again.
-            for w in expanded[1:]:
-                m = _ASSIGN.match(w.text)
-                if m and not w.text.startswith("-"):
-                    cut = m.end()
-                    value = _PStr(w.text[cut:], w.idx[cut:], w.unresolved)
-                    self._assign(m.group(1), m.group(3), value)
-                name = m.group(1) if m else w.text
-                exported = expanded[0].text == "export" and _NAME.fullmatch(name)
-                if exported and name not in self.exported and len(self.exported) < 1000:
-                    self.exported.append(name)
-            return
-        for name, op, value, _ in assignments:
-            self._assign(name, op, value)
-        if expanded:
-            self.commands.append(_Command(expanded, []))
-
-    def _assign(self, name: str, op: str, value: _PStr | list[_PStr]) -> None:
-        old = self.vars.get(name)
-        if op == "+=" and old is not None:
-            if isinstance(value, list):
-                base = old if isinstance(old, list) else [old]
-                value = base + value
-            elif isinstance(old, list):
-                value = [*old[:-1], old[-1] + value] if old else [value]
-            else:
-                value = old + value
-        if isinstance(value, list) and len(value) > MAX_WORDS:
-            raise InputError(f"array {name} of more than {MAX_WORDS:,} words")
-        self.vars[name] = value
-
-
-def _safe_int(expr: str) -> int | None:
-    """An integer expression of + - * / % and parentheses, or None."""
-    if len(expr) > 200 or not re.fullmatch(r"[\d\s+\-*/%()]*", expr) or not expr.strip():
-        return None
-    try:
-        tree = ast.parse(expr.replace("/", "//"), mode="eval")
-    except SyntaxError:
-        return None
-
-    def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            if node.value > 1 << 62:
-                raise ValueError
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            v = ev(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Add):
-                r = a + b
-            elif isinstance(node.op, ast.Sub):
-                r = a - b
-            elif isinstance(node.op, ast.Mult):
-                r = a * b
-            elif isinstance(node.op, ast.FloorDiv | ast.Mod) and b:
-                r = a // b if isinstance(node.op, ast.FloorDiv) else a % b
-            else:
-                raise ValueError
-            if abs(r) > 1 << 62:
-                raise ValueError
-            return r
-        raise ValueError
-
-    try:
-        return ev(tree)
-    except (ValueError, RecursionError):
-        return None
-
-
 # --- the training command ------------------------------------------------------------------
 
 _SCRIPT = re.compile(r"(^|/)(pretrain_[\w]*|train[\w]*|finetune[\w]*|run_\w+)\.py$")
-_LAUNCHERS = {"torchrun", "deepspeed", "python", "python3", "srun", "accelerate", "uv", "bash"}
+#: ``python -m X`` / ``torchrun -m X`` modules that launch another script, not train.
+_LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 class Launch(NamedTuple):
     args: list[_PStr]
     launcher: list[_PStr]
     script: _PStr | None
+    #: ``NAME=value`` words before the command: its own environment.
+    assignments: tuple[Any, ...] = ()
+    #: In a branch whose condition is not known.
+    conditional: bool = False
+
+
+def _is_entry(words: list[_PStr], k: int) -> bool:
+    """Does ``words[k]`` name the training entry point: a ``pretrain_*.py`` / ``train*.py`` /
+    ``finetune*.py`` / ``run_*.py`` script, or ``-m`` a module (``python -m megatron...``,
+    ``torchrun -m examples.mimo.pretrain_mimo``) that is not a launcher
+    (``python -m torch.distributed.run ... pretrain_gpt.py``)?"""
+    word = words[k]
+    if word.unresolved:
+        return False
+    if _SCRIPT.search(word.text):
+        return True
+    if k == 0 or words[k - 1].text != "-m" or not _MODULE.fullmatch(word.text):
+        return False
+    if word.text in _LAUNCHER_MODULES:
+        return False
+    last = word.text.rsplit(".", 1)[-1]
+    return word.text.startswith("megatron") or bool(_SCRIPT.search(last + ".py"))
 
 
 def find_launch(reader: ShellReader) -> Launch | None:
-    """The training command: the words after its ``*.py`` script (or ``-m megatron...``); of
-    several such commands (branches, a check that the script exists), the one with the most
+    """The training command: the words after its entry point (:func:`_is_entry`); of several
+    such commands (branches, a check that the script exists), the one with the most
     ``--flags``."""
     best: Launch | None = None
     best_flags = -1
@@ -653,14 +112,14 @@ def find_launch(reader: ShellReader) -> Launch | None:
         words = cmd.words
         if words and words[0].text in ("echo", "printf", "[", "[[", "test", "ls", "cat", "cd"):
             continue
-        for k, w in enumerate(words):
-            name = w.text
-            if _SCRIPT.search(name) or (
-                k > 0 and words[k - 1].text == "-m" and name.startswith("megatron")
-            ):
+        for k in range(len(words)):
+            if _is_entry(words, k):
                 count = sum(1 for x in words[k + 1 :] if x.text.startswith("--"))
                 if count > best_flags:
-                    best, best_flags = Launch(words[k + 1 :], words[:k], w), count
+                    best = Launch(
+                        words[k + 1 :], words[:k], words[k], tuple(cmd.assignments), cmd.conditional
+                    )
+                    best_flags = count
                 break
     return best
 
@@ -669,17 +128,44 @@ _LAUNCHER_FLAGS = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--master
                    "--master-addr", "--node_rank", "--node-rank", "--rdzv_endpoint"}  # fmt: skip
 
 
+def _other_worlds(reader: ShellReader, launch: Launch) -> list[dict[str, str]]:
+    """The launcher worlds of every command that runs the same entry point (one that hides it
+    in a string, ``srun ... sh -c "python train.py ..."``, has an unknown world: {})."""
+    assert launch.script is not None
+    entry = launch.script.text.rsplit("/", 1)[-1]
+    out = []
+    for cmd in reader.commands:
+        words = cmd.words
+        if not words or words[0].text in ("echo", "printf", "[", "[[", "test", "ls", "cat", "cd"):
+            continue
+        at = next((k for k in range(len(words)) if _is_entry(words, k)
+                   and words[k].text.rsplit("/", 1)[-1] == entry), None)  # fmt: skip
+        if at is not None:
+            out.append(_launcher_world(words[:at]))
+        elif any(entry in w.text for w in words):
+            out.append({})
+    return out
+
+
+def _flag_vars_named(reader: ShellReader) -> dict[str, list[_PStr]]:
+    """A script without a training command: its variables that hold two or more ``--flag``
+    words (``MODEL_ARGS="..."``), name -> their words, in the order they were set."""
+    out: dict[str, list[_PStr]] = {}
+    for name, value in reader.vars.items():
+        words = [w2 for w in (value if isinstance(value, list) else [value]) for w2 in w.split()]
+        if sum(1 for w in words if w.text.startswith("--")) >= 2:
+            out[name] = words
+    return out
+
+
 def _flag_vars(reader: ShellReader) -> tuple[list[_PStr], list[_PStr]]:
-    """A script without a training command: the ``--flag`` words of its variables that hold
-    two or more of them (``MODEL_ARGS="..."``), and the launcher's (``DISTRIBUTED_ARGS``)."""
+    """The ``--flag`` words of the variables of :func:`_flag_vars_named`, and the launcher's
+    (a variable holding ``--nproc_per_node`` / ``--nnodes``: ``DISTRIBUTED_ARGS``)."""
     out: list[_PStr] = []
     launcher: list[_PStr] = []
-    for value in reader.vars.values():
-        words = [w2 for w in (value if isinstance(value, list) else [value]) for w2 in w.split()]
-        flags = [w.text for w in words if w.text.startswith("--")]
-        if len(flags) < 2:
-            continue
-        (launcher if _LAUNCHER_FLAGS & set(flags) else out).extend(words)
+    for words in _flag_vars_named(reader).values():
+        flags = {w.text for w in words if w.text.startswith("--")}
+        (launcher if _LAUNCHER_FLAGS & flags else out).extend(words)
     return out, launcher
 
 
@@ -688,13 +174,23 @@ def _flag_vars(reader: ShellReader) -> tuple[list[_PStr], list[_PStr]]:
 
 @dataclass
 class Parsed:
-    """What the reader found: the flags, the launcher's world and notes."""
+    """What the reader found: the flags, the launcher's world (and where each number came
+    from), notes on words that may hold flags the reader cannot see, and the entry point."""
 
     flags: list[tuple[_PStr, _PStr | None]]
     launcher: dict[str, str]
     notes: list[str]
     command: _PStr | None
     env: dict[str, _PStr] = field(default_factory=dict)
+    launcher_source: str = ""
+    #: The flags of a file without a training command (a "conf" file another script
+    #: sources and adds to): a flag it does not give is not known to be at its default.
+    partial: bool = False
+
+
+#: The value given to a flag that only one branch of an undecided ``if`` passes: unknown
+#: (mlm_releases reads a ``$`` value as unknown).
+MAYBE_VALUE = "${maybe}"
 
 
 def _takes_value(name: str, nxt: _PStr | None) -> bool:
@@ -704,20 +200,42 @@ def _takes_value(name: str, nxt: _PStr | None) -> bool:
     return nxt is not None and not nxt.text.startswith("--")
 
 
-def split_flags(words: list[_PStr]) -> list[tuple[_PStr, _PStr | None]]:
-    """argparse's reading of the words: ``--flag value``, ``--flag=value``, nargs lists."""
+def split_flags(
+    words: list[_PStr], open_words: list[_PStr] | None = None
+) -> list[tuple[_PStr, _PStr | None]]:
+    """argparse's reading of the words: ``--flag value``, ``--flag=value``, nargs lists.
+
+    A word whose value the reader does not know (``$EXTRA_ARGS``, ``$(...)``) is no flag; one
+    that is not some flag's value may hold any flags and is added to ``open_words``. A word
+    an undecided branch set gives its possible flags (``_PStr.maybe``) with an unknown value,
+    so their config paths are unknown rather than at their defaults."""
     out: list[tuple[_PStr, _PStr | None]] = []
     k = 0
     table = flag_table()["flags"]
+
+    def maybe(word: _PStr) -> None:
+        for flag in word.maybe:
+            out.append((flag, _PStr(MAYBE_VALUE, unresolved=True)))
+
+    def opened(word: _PStr) -> None:
+        maybe(word)
+        if open_words is not None and word.unresolved and word.hidden:
+            open_words.append(word)
+
     while k < len(words):
         w = words[k]
         k += 1
-        if not w.text.startswith("--") or w.text == "--":
+        if len(out) > MAX_FLAGS:
+            raise InputError(f"more than {MAX_FLAGS:,} arguments")
+        name_end = w.text.find("=") if w.text.startswith("--") else -1
+        name = w.cut(0, name_end) if name_end > 0 else w
+        if not w.text.startswith("--") or w.text == "--" or name.unresolved:
+            opened(w)
             continue
-        if "=" in w.text:
-            cut = w.text.index("=")
-            out.append((_PStr(w.text[:cut], w.idx[:cut], w.unresolved),
-                        _PStr(w.text[cut + 1 :], w.idx[cut + 1 :], w.unresolved)))  # fmt: skip
+        if name_end > 0:
+            value = w.cut(name_end + 1)
+            maybe(value)
+            out.append((name, value))
             continue
         nxt = words[k] if k < len(words) else None
         if not _takes_value(w.text, nxt) or nxt is None:
@@ -727,7 +245,9 @@ def split_flags(words: list[_PStr]) -> list[tuple[_PStr, _PStr | None]]:
         if entry.get("nargs") in ("+", "*"):
             value = nxt
             k += 1
+            maybe(nxt)
             while k < len(words) and not _is_option(words[k].text):
+                opened(words[k])
                 value = value + _PStr(" ") + words[k]
                 k += 1
             out.append((w, value))
@@ -736,9 +256,11 @@ def split_flags(words: list[_PStr]) -> list[tuple[_PStr, _PStr | None]]:
             out.append((w, None))
             continue
         out.append((w, nxt))
+        if not entry:  # a flag moe-lint does not know: its "value" may be flags after all
+            opened(nxt)
+        else:
+            maybe(nxt)
         k += 1
-        if len(out) > MAX_FLAGS:
-            raise InputError(f"more than {MAX_FLAGS:,} arguments")
     return out
 
 
@@ -746,17 +268,20 @@ def _is_option(text: str) -> bool:
     return text.startswith("-") and not re.fullmatch(r"-[\d.]+(e[-+]?\d+)?", text)
 
 
+_GPUS_FLAGS = ("--nproc-per-node", "--num-gpus", "--gpus-per-node")
+_NODES_FLAGS = ("--nnodes", "--num-nodes")
+
+
 def _launcher_world(words: list[_PStr]) -> dict[str, str]:
     """``--nproc_per_node N`` and ``--nnodes M`` of torchrun / torch.distributed.run."""
     out: dict[str, str] = {}
-    pairs = split_flags(words)
-    for flag, value in pairs:
+    for flag, value in split_flags(words):
         if value is None or value.unresolved or not value.text.isdigit():
             continue
         name = flag.text.replace("_", "-")
-        if name in ("--nproc-per-node", "--num-gpus", "--gpus-per-node"):
+        if name in _GPUS_FLAGS:
             out["gpus-per-node"] = value.text
-        elif name in ("--nnodes", "--num-nodes"):
+        elif name in _NODES_FLAGS:
             out["nodes"] = value.text
     if "gpus-per-node" in out and "nodes" not in out:
         out["nodes"] = "1"
@@ -765,45 +290,89 @@ def _launcher_world(words: list[_PStr]) -> dict[str, str]:
     return out
 
 
+def _origin(reader: ShellReader, value: _PStr, flag: _PStr | None = None) -> str:
+    """Where a number came from: written at the flag, set at a line, a shell default."""
+    at = value.idx[0] if value.idx and value.idx[0] >= 0 else None
+    if at is None:
+        return "computed"
+    for start, end, name in reader.defaults_at:
+        if start <= at < end:
+            return (f"the shell default of ${{{name}}} at line {reader.line(at)}, used when "
+                    f"{name} is not set")  # fmt: skip
+    if flag is not None and flag.literal() and _literal_at(reader.text, flag, value):
+        return f"line {reader.line(at)}"
+    return f"set at line {reader.line(at)}"
+
+
+def _launcher_source(reader: ShellReader, words: list[_PStr], world: dict[str, str]) -> str:
+    """The launcher's world in words: each flag and where its number came from."""
+    parts = []
+    for flag, value in split_flags(words):
+        name = flag.text.replace("_", "-")
+        if value is None or value.unresolved or name not in (*_GPUS_FLAGS, *_NODES_FLAGS):
+            continue
+        if world.get("gpus-per-node" if name in _GPUS_FLAGS else "nodes") == value.text:
+            parts.append(f"{flag.text} {value.text} ({_origin(reader, value, flag)})")
+    if not any(p.startswith(("--nnodes", "--num-nodes")) for p in parts):
+        parts.append("no --nnodes: 1 node")
+    return "launch command: " + ", ".join(parts)
+
+
 def read_script(text: str) -> Parsed:
-    _SPENT[0] = 0
+    reset_budget()
     reader = ShellReader(text)
-    try:
-        reader.run()
-    except RecursionError:
-        raise InputError("shell nesting too deep to read") from None
+    reader.run()
     launch = find_launch(reader)
+    notes: list[str] = []
+    env_words: list[tuple[str, str, Any, int]] = []
     if launch is not None:
-        words, launcher, command = launch.args, _launcher_world(launch.launcher), launch.script
+        words, command = launch.args, launch.script
+        launcher = _launcher_world(launch.launcher)
+        uncertain = launch.conditional and any(w != launcher
+                                               for w in _other_worlds(reader, launch))  # fmt: skip
+        if uncertain:
+            launcher = {}  # another branch launches it on another world
+        source = _launcher_source(reader, launch.launcher, launcher) if launcher else ""
+        env_words = list(launch.assignments)
     else:
         words, launcher_words = _flag_vars(reader)
         launcher, command = _launcher_world(launcher_words), None
+        source = _launcher_source(reader, launcher_words, launcher) if launcher else ""
+        uncertain = False
         if not words:
-            return Parsed([], {}, reader.notes, None)
-        reader.notes.insert(
-            0, "no training command in the script: the flags of its variables are read"
-        )
-    if not launcher:
-        launcher = _vars_world(reader)
+            return Parsed([], {}, [], None)
+        notes.append("no training command in the script: the flags of its variables are read")
+    if not launcher and not uncertain:
+        launcher, source = _vars_world(reader)
+    open_words: list[_PStr] = []
+    pairs = split_flags(words, open_words)
+    for w in open_words[:20]:
+        where = f"line {reader.line(w.at)}: " if w.at >= 0 else ""
+        notes.append(f"{where}{bounded_str(w.text, 60)} is not expanded and may hold flags")
     env = {n: v for n in reader.exported if isinstance(v := reader.vars.get(n), _PStr)}
-    return Parsed(split_flags(words), launcher, reader.notes, command, env)
+    for name, _, value, _ in env_words:  # NAME=value before the command: its environment
+        if isinstance(value, _PStr) and "[" not in name:
+            env[name] = value
+    return Parsed(pairs, launcher, notes, command, env, source, launch is None)
 
 
-def _vars_world(reader: ShellReader) -> dict[str, str]:
+def _vars_world(reader: ShellReader) -> tuple[dict[str, str], str]:
     """GPUS_PER_NODE × NUM_NODES / NNODES variables, when both are plain numbers."""
 
-    def num(*names: str) -> str | None:
+    def num(*names: str) -> tuple[str, _PStr] | None:
         for n in names:
             v = reader.vars.get(n)
             if isinstance(v, _PStr) and v.text.isdigit() and not v.unresolved:
-                return v.text
+                return n, v
         return None
 
     per = num("GPUS_PER_NODE", "NPROC_PER_NODE", "NUM_GPUS_PER_NODE")
     nodes = num("NNODES", "NUM_NODES", "N_NODES")
     if per and nodes:
-        return {"gpus-per-node": per, "nodes": nodes}
-    return {}
+        source = ("the script's variables: " + ", ".join(
+            f"{n}={v.text} ({_origin(reader, v)})" for n, v in (per, nodes)))  # fmt: skip
+        return {"gpus-per-node": per[1].text, "nodes": nodes[1].text}, source
+    return {}, ""
 
 
 # --- documents -------------------------------------------------------------------------------
@@ -857,6 +426,8 @@ class MlmResult:
     had_bom: bool = False
     skip: str | None = None
     form: str = FORM
+    #: Where the launcher's world came from (the flags, the lines, shell defaults).
+    launcher_source: str = ""
 
 
 def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | None,
@@ -1012,6 +583,10 @@ def to_document(
 def parse_script(text: str, path: str, had_bom: bool = False) -> MlmResult:
     parsed = read_script(text)
     result = build(text, parsed.flags, parsed.command, parsed.notes, parsed.launcher)
+    result.launcher_source = parsed.launcher_source
+    if parsed.partial:  # a conf file: what it does not say, the script that sources it does
+        result.unknown.update(result.defaults)
+        result.defaults = {}
     if result.flags:
         _add_env(text, result, {k: (v.text, v) for k, v in parsed.env.items()})
     return to_document(path, text, result, had_bom)
