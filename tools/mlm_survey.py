@@ -6,7 +6,9 @@ Usage:
   python tools/mlm_survey.py DIR [--gpus N]   every *.sh and model_config.yaml under DIR
   python tools/mlm_survey.py --ci             the functional tests Megatron-LM's CI runs green
                                               (tests/data/megatron-lm/ci/INDEX.tsv), each at the
-                                              world size its CI recipe gives it
+                                              world size its CI recipe gives it (the recipe's
+                                              GPUS_PER_NODE yields to a checkpoint-consistency
+                                              test's own, as run_ci_test.sh exports it)
   python tools/mlm_survey.py --examples       tests/data/megatron-lm/examples/**/*.sh
 Add --errors to list every error finding (file:line code message). Nothing is written.
 """
@@ -58,8 +60,8 @@ def main() -> int:
         if root is None:
             ap.error("give DIR, --ci or --examples")
         cluster = {"gpus": ns.gpus} if ns.gpus else {}
-        cases = [(p, dict(cluster)) for p in sorted(root.rglob("*"))
-                 if p.is_file() and (p.suffix == ".sh" or p.name == "model_config.yaml")]  # fmt: skip
+        cases = [(p, dict(cluster)) for p in sorted(root.rglob("*")) if p.is_file()
+                 and (p.suffix == ".sh" or p.name == "model_config.yaml")]  # fmt: skip
     kinds: collections.Counter[str] = collections.Counter()
     severities: collections.Counter[str] = collections.Counter()
     codes: collections.Counter[str] = collections.Counter()
@@ -68,7 +70,13 @@ def main() -> int:
     errors: list[str] = []
     for path, cluster in cases:
         kind = "script" if path.suffix == ".sh" else "model_config"
-        result = _as_input_error(lint_path(str(path), catalogue, Settings(), [], dict(cluster)))
+        # The recipe's SLURM allocation gives the nodes (a command-line setting); its
+        # GPUS_PER_NODE is the harness's default, below what the file's runs set
+        # (MODEL_ENV_VARS of a checkpoint-consistency test): a base setting.
+        base = Settings()
+        if ns.ci:
+            base = Settings(gpus_per_node=int(cluster.pop("gpus-per-node")))
+        result = _as_input_error(lint_path(str(path), catalogue, base, [], dict(cluster)))
         if result.error is not None:
             kinds[f"{kind}: exit 2"] += 1
             reasons[re.sub(r"\d+", "N", result.error)[:90]] += 1

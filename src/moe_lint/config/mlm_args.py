@@ -32,7 +32,7 @@ import yaml
 
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config.positions import Pos, Span
-from moe_lint.config.shell import ShellReader, _PStr, reset_budget
+from moe_lint.config.shell import UNKNOWN_AT, ShellReader, _PStr, reset_budget
 from moe_lint.errors import InputError
 
 __all__ = ["Launch", "MlmFlag", "MlmResult", "ShellReader", "find_launch", "split_flags"]
@@ -630,10 +630,12 @@ def parse_arglist(words: list[str], path: str = "<command line>") -> MlmResult:
 
 
 def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> MlmResult:
-    """A ``MODEL_ARGS:`` YAML argument file (Megatron-LM functional tests): ``--flag: value``,
-    ``true`` for a switch that is given, ``false`` for one that is not."""
-    args = None
-    anchor = None
+    """A ``MODEL_ARGS:`` YAML argument file (Megatron-LM functional tests), turned into the
+    command line the test harness runs (config/model_args.py): merge keys resolved, ``true``
+    the flag alone, ``[a b]`` the words ``a b``, ``${DATA_PATH}`` a value the harness fills in.
+    A checkpoint-consistency test's MODEL_ENV_VARS give run 1's GPUs per node."""
+    from moe_lint.config import model_args
+
     env: dict[str, tuple[Any, _PStr | None]] = {}
     for key, value in node.value:
         if (
@@ -644,12 +646,16 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
             for k, v in value.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
                     start = v.start_mark.index
-                    env[k.value] = (v.value, _PStr(v.value, list(range(start, start + len(
-                        v.value))) if v.value else [], "${" in v.value))  # fmt: skip
-        if isinstance(key, yaml.ScalarNode) and key.value == "MODEL_ARGS":
-            args = value
-            start = key.start_mark.index
-            anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
+                    idx = list(range(start, start + len(v.value))) if v.value else []
+                    if model_args._VARIABLE.search(v.value):  # envsubst's: not known
+                        idx = [UNKNOWN_AT] * len(v.value)
+                    env[k.value] = (v.value, _PStr(v.value, idx))
+    found = model_args.model_args_key(node)
+    key, args = found if found is not None else (None, None)
+    anchor = None
+    if key is not None:
+        start = key.start_mark.index
+        anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
     if isinstance(args, yaml.ScalarNode) and args.tag.endswith(":null"):
         return to_document(path, text, build(text, [], anchor, [], {}), had_bom,
                            "MODEL_ARGS holds no Megatron-LM arguments")  # fmt: skip
@@ -658,35 +664,17 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
             f"line {args.start_mark.line + 1 if args is not None else 1}: MODEL_ARGS must be "
             "a mapping of --flag: value"
         )
-    pairs: list[tuple[_PStr, _PStr | None]] = []
-    table = flag_table()["flags"]
-    for key, value in args.value:
-        if not isinstance(key, yaml.ScalarNode) or not isinstance(value, yaml.ScalarNode):
-            continue
-        name = key.value
-        k0 = key.start_mark.index
-        if key.style in ("'", '"'):
-            k0 += 1
-        flag = _PStr(name, list(range(k0, k0 + len(name))))
-        raw = value.value
-        entry = table.get(name)
-        is_switch = entry is not None and entry["kind"] in ("store_true", "store_false",
-                                                              "store_const")  # fmt: skip
-        if value.tag.endswith(":bool") or (is_switch and raw.lower() in ("true", "false")):
-            if raw.lower() in ("true", "yes", "on"):
-                pairs.append((flag, None))
-            continue
-        if value.tag.endswith(":null"):
-            pairs.append((flag, None))
-            continue
-        v0 = value.start_mark.index + (1 if value.style in ("'", '"') else 0)
-        literal = value.style in (None, "") and text[v0 : v0 + len(raw)] == raw
-        idx = list(range(v0, v0 + len(raw))) if literal else [-1] * len(raw)
-        unresolved = "${" in raw or "$(" in raw
-        pairs.append((flag, _PStr(raw, idx, unresolved)))
-    notes = ["MODEL_ARGS values with ${...} are the test harness's variables: not resolved"] if \
-        any(v is not None and v.unresolved for _, v in pairs) else []  # fmt: skip
-    result = build(text, pairs, anchor, notes, {})
+    words: list[_PStr] = []
+    for entry in model_args.explode(args):
+        words.extend(model_args.entry_words(text, entry))
+        if len(words) > 4 * MAX_FLAGS:
+            raise InputError(f"more than {MAX_FLAGS:,} arguments")
+    open_words: list[_PStr] = []
+    pairs = split_flags(words, open_words)
+    notes = [f"{w.text} in MODEL_ARGS is not read and may hold flags" for w in open_words[:20]]
+    launcher, source = model_args.run_gpus(node)
+    result = build(text, pairs, anchor, notes, launcher)
+    result.launcher_source = source
     if result.flags:
         _add_env(text, result, env)
     return to_document(path, text, result, had_bom, "MODEL_ARGS holds no Megatron-LM arguments")

@@ -22,9 +22,10 @@ word holding unresolved characters matches anything; a value the branches set di
 also remembers the ``--flags`` each branch could put there (``_PStr.maybe``), so the flags'
 config paths can be called unknown rather than left at their defaults.
 
-Re-reading loop and function bodies is charged to the same expansion budget as building
-strings (``MAX_EXPANDED_TOTAL``): past it, a loop or call is not re-read and what it assigns is
-unknown, so the reader stays linear in its input.
+Re-reading loop and function bodies is bounded by a multiple of the script's length
+(``REREAD_FACTOR``) and charged to the expansion budget (``MAX_EXPANDED_TOTAL``): past that, a
+loop or call is not re-read and what it assigns is unknown, so the reader stays linear in its
+input.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ MAX_UNROLL = 64
 MAX_CALL_DEPTH = 8
 #: Nesting of compound commands (``if`` in ``for`` in ``{ }`` ...).
 MAX_NESTING = 200
+#: Loop and function bodies are read again (unrolled, called) up to this many times the
+#: script's length in all (plus REREAD_SLACK characters): the reader stays linear.
+REREAD_FACTOR = 8
+REREAD_SLACK = 10_000
 #: The source index of a character whose value is not known.
 UNKNOWN_AT = -2
 
@@ -194,6 +199,10 @@ class _Word:
     globs: list[bool] = field(default_factory=list)
     array: list[_PStr] | None = None  # "${ARR[@]}": whole elements
     start: int = 0
+    #: Quotes were written: an empty result is still one (empty) word, unless it is all
+    #: an empty "${ARR[@]}".
+    quoted: bool = False
+    empty_array: bool = False
 
     def add(self, text: _PStr, split: bool, glob: bool = False) -> None:
         if self.array is not None:  # "${A[@]}x": the elements joined, then the rest
@@ -224,8 +233,9 @@ class _Branch(NamedTuple):
 
 @dataclass
 class _Frame:
-    """A loop or function being run: ``base`` is the fork depth it runs at; ``escaped`` is
-    set when ``break``/``continue``/``return`` runs inside an undecided branch of it."""
+    """A loop or function being run: ``base`` is how many undecided branches it runs in;
+    ``escaped`` is set when ``break``/``continue``/``return`` runs in an undecided branch of
+    it (what follows it then runs on some paths only)."""
 
     kind: str
     base: int
@@ -393,9 +403,10 @@ class ShellReader:
             if ch == "#":
                 self._skip_comment()
                 continue
+            before = self.i
             word = self._word()
-            if not word.parts and word.array is None:
-                self.i += 1
+            if not word.parts and word.array is None and not word.quoted:
+                self.i += 1 if self.i == before else 0
                 continue
             items.extend(self.expand(word))
             if len(items) > MAX_WORDS:
@@ -425,6 +436,7 @@ class ShellReader:
                 if end < 0:
                     raise InputError(f"line {self.line(self.i)}: unterminated single quote")
                 word.add(_PStr(text[self.i + 1 : end], list(range(self.i + 1, end))), False)
+                word.quoted = True
                 self.i = end + 1
             elif ch == '"':
                 self._double_quoted(word)
@@ -465,6 +477,7 @@ class ShellReader:
     def _double_quoted(self, word: _Word) -> None:
         text = self.text
         start = self.i
+        word.quoted = True
         self.i += 1
         while self.i < len(text):
             ch = text[self.i]
@@ -544,6 +557,7 @@ class ShellReader:
             if value is None:
                 self.note(f"line {self.line(at)}: ${{{m.group(1)}[@]}} is not set in the script")
             if (quoted and m.group(2) == "@") or not quoted:
+                word.empty_array = word.empty_array or (quoted and not items)
                 word.array = list(items) if quoted else [w for it in items for w in it.split()]
                 if word.parts or len(items) == 0:
                     word.array = None
@@ -682,6 +696,9 @@ class ShellReader:
                 current = None
         if current is not None:
             out.append(current)
+        if not out and word.quoted and not (word.empty_array and not any(p.text for p, _ in
+                                                                         word.parts)):  # fmt: skip
+            out.append(_PStr())
         return out
 
     # -- state: variables, branches, budgets -----------------------------------------------
@@ -792,8 +809,10 @@ class ShellReader:
             self.note(f"line {self.line(at)}: {why}: {', '.join(sorted(names)[:8])} unknown")
 
     def _afford(self, size: int) -> bool:
-        """May a region of ``size`` characters be read again (the budget is not half spent)?"""
-        if _SPENT[0] + size > MAX_EXPANDED_TOTAL // 2:
+        """May a region of ``size`` characters be read again? All re-reading together stays
+        within REREAD_FACTOR times the script (and half the expansion budget)."""
+        if self._reread + size > REREAD_FACTOR * len(self.text) + REREAD_SLACK or \
+                _SPENT[0] + size > MAX_EXPANDED_TOTAL // 2:  # fmt: skip
             return False
         charge(size)
         self._reread += size
@@ -1021,7 +1040,7 @@ class ShellReader:
                     continue
             before = self.i
             word = self._word()
-            if word.parts or word.array is not None:
+            if word.parts or word.array is not None or word.quoted:
                 if not words and len(word.parts) == 1 and word.parts[0][0].text in _DECLARE:
                     declaring = True
                 words.append(word)
@@ -1222,7 +1241,7 @@ class ShellReader:
     def _unrolled_loop(self, body: int, var: str, items: list[_PStr], at: int) -> None:
         names: set[str] = {var}
         self._collect.append(names)
-        frame = _Frame("loop", len(self._logs))
+        frame = _Frame("loop", self._undecided)
         self._frames.append(frame)
         end = None
         try:
@@ -1273,7 +1292,7 @@ class ShellReader:
             return
         saved = self._fork()
         self._havoc(names, at, "a loop runs an unknown number of times")
-        frame = _Frame("loop", len(self._logs))
+        frame = _Frame("loop", self._undecided)
         self._frames.append(frame)
         self.i = body
         self._undecided += 1
@@ -1304,7 +1323,7 @@ class ShellReader:
             self._havoc(set(names), at, f"function {name} is not followed")
             return None
         saved_i = self.i
-        frame = _Frame("function", len(self._logs))
+        frame = _Frame("function", self._undecided)
         self._frames.append(frame)
         self._locals.append({})
         self._calls += 1
@@ -1329,7 +1348,7 @@ class ShellReader:
         frame = next((f for f in reversed(self._frames) if f.kind == wanted), None)
         if frame is None:
             return
-        if len(self._logs) > frame.base:
+        if self._undecided > frame.base:
             frame.escaped = True
         self._skip = kind
 
