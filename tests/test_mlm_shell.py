@@ -341,3 +341,14 @@ def test_loops_and_calls_stay_within_the_budget() -> None:
         reader = _reader(text)
         assert time.monotonic() - start < 5
         assert _var(reader, "X") in ("?", "1") or len(_var(reader, "X") or "") < 10**7
+
+
+def test_a_conf_file_says_only_what_it_sets() -> None:
+    # rl/model_configs/qwen3_30b_a3b_moe.sh only sets MODEL_OPTIONS=...; the RL launch command
+    # that sources it adds --sequence-parallel and more (examples/rl/README.md): what the file
+    # does not give is unknown, not at its default (MOE003 "sequence_parallel off" was false).
+    doc, cfg = _cfg(EXAMPLES / "rl" / "model_configs" / "qwen3_30b_a3b_moe.sh")
+    assert cfg.value("model.tensor_model_parallel_size") == 4
+    assert "model.sequence_parallel" in cfg.unknown
+    assert "dataset.create_attention_mask" in cfg.unknown  # a field no flag of it maps to
+    assert doc.mlm_defaults == {}

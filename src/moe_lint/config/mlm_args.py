@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from moe_lint.bounds import bounded_str, number_too_long
-from moe_lint.config import model_args
+from moe_lint.config import fields, model_args
 from moe_lint.config.positions import Pos, Span
 from moe_lint.config.shell import UNKNOWN_AT, ShellReader, _PStr, reset_budget
 from moe_lint.errors import InputError
@@ -587,8 +587,13 @@ def parse_script(text: str, path: str, had_bom: bool = False) -> MlmResult:
     parsed = read_script(text)
     result = build(text, parsed.flags, parsed.command, parsed.notes, parsed.launcher)
     result.launcher_source = parsed.launcher_source
-    if parsed.partial:  # a conf file: what it does not say, the script that sources it does
+    if parsed.partial:  # a conf file: what it does not say, the script that sources it may
+        given = {f"{section}.{key}" for section, values in result.data.items()
+                 if isinstance(values, dict) for key in values}  # fmt: skip
         result.unknown.update(result.defaults)
+        result.unknown.update(f"{section}.{key}" for section in fields.validated_sections()
+                              for key in fields.validated(section)
+                              if f"{section}.{key}" not in given)  # fmt: skip
         result.defaults = {}
     if result.flags:
         _add_env(text, result, {k: (v.text, v) for k, v in parsed.env.items()})
