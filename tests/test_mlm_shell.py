@@ -117,7 +117,8 @@ def test_a_branch_that_exits_adds_nothing() -> None:
         ("B=0\ncommand_of_unknown_status && B=1", "?"),
         ('S=8B\ncase "$S" in 800M) B=1 ;; 8B|16B) B=2 ;; *) B=3 ;; esac', "2"),
         ('S=2B\ncase "$S" in 800M) B=1 ;; 8B|16B) B=2 ;; *) B=3 ;; esac', "3"),
-        ("case $1 in a) B=1 ;; b) B=1 ;; esac", None if False else "?"),
+        ("case $1 in a) B=1 ;; b) B=1 ;; esac", "?"),
+        ('S=a\ncase "$S" in a) B=1 ;& b) B=2 ;; esac', "?"),  # ;& : the next arm may run
         ("B=1\ncase $1 in a) B=1 ;; *) B=1 ;; esac", "1"),  # every arm agrees
         ("B=x\nfor i in 1 2 3; do B=$B$i; done", "x123"),
         ("B=x\nfor i in 1 2 3; do [ $i = 2 ] && break; B=$B$i; done", "x1"),
@@ -352,3 +353,23 @@ def test_a_conf_file_says_only_what_it_sets() -> None:
     assert "model.sequence_parallel" in cfg.unknown
     assert "dataset.create_attention_mask" in cfg.unknown  # a field no flag of it maps to
     assert doc.mlm_defaults == {}
+
+
+@pytest.mark.parametrize("kind", ["array", "string"])
+def test_many_conditional_flags_stay_linear(kind: str) -> None:
+    import time
+
+    def script(k: int) -> str:
+        if kind == "array":
+            body = "".join(f'if [ -n "$X{i}" ]; then A+=(--foo-{i} 1); fi\n' for i in range(k))
+            return "#!/bin/bash\nA=(--num-layers 2)\n" + body + "torchrun pretrain_gpt.py ${A[@]}\n"
+        body = "".join(f'if [ -n "$X{i}" ]; then A="$A --foo-{i} 1"; fi\n' for i in range(k))
+        return '#!/bin/bash\nA="--num-layers 2"\n' + body + "torchrun pretrain_gpt.py $A\n"
+
+    times = []
+    for k in (100, 400):
+        start = time.monotonic()
+        parsed = mlm_args.read_script(script(k))
+        times.append(time.monotonic() - start)
+        assert parsed.flags[0][0].text == "--num-layers" and parsed.flags[0][1].text == "2"
+    assert times[1] < 8 * times[0] + 0.5  # 4x the text: not 16x the work

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import bisect
 import operator
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -60,6 +61,8 @@ MAX_NESTING = 200
 #: script's length in all (plus REREAD_SLACK characters): the reader stays linear.
 REREAD_FACTOR = 8
 REREAD_SLACK = 10_000
+#: ``--flag`` words one unknown value remembers; a value that could hold more is ``hidden``.
+MAX_MAYBE = 500
 #: The source index of a character whose value is not known.
 UNKNOWN_AT = -2
 
@@ -106,8 +109,13 @@ class _PStr:
             )
         charge(size)
         out = _PStr(self.text + other.text, self.idx + other.idx)
-        out.maybe = _cap(self.maybe + other.maybe) if out.unresolved else ()
-        out.hidden = self.hidden or other.hidden
+        if not out.unresolved:
+            out.maybe = ()
+        elif self.maybe and other.maybe:
+            out.maybe = _cap(self.maybe + other.maybe)
+        else:
+            out.maybe = self.maybe or other.maybe
+        out.hidden = self.hidden or other.hidden or len(out.maybe) > MAX_MAYBE
         out.at = self.at if self.at >= 0 else other.at
         return out
 
@@ -148,11 +156,12 @@ def _joined(items: list[_PStr]) -> _PStr:
 
 
 def _cap(items: tuple[_PStr, ...]) -> tuple[_PStr, ...]:
-    """``maybe`` flags, each once, at most 2,000."""
+    """``maybe`` flags, each once, at most MAX_MAYBE + 1 (one more: too many to list, and a
+    value with more is ``hidden``)."""
     seen: dict[tuple[str, int], _PStr] = {}
     for item in items:
         seen.setdefault((item.text, item.idx[0] if item.idx else -1), item)
-        if len(seen) >= 2000:
+        if len(seen) > MAX_MAYBE:
             break
     return tuple(seen.values())
 
@@ -169,7 +178,9 @@ def charge(size: int) -> None:
 def unknown_value(name: str, maybe: tuple[_PStr, ...] = (), hidden: bool = True,
                   at: int = -1) -> _PStr:  # fmt: skip
     """The value of ``name`` when it is not known (``maybe``: flags it could hold)."""
-    return _PStr("$" + name, unresolved=True, maybe=_cap(maybe), hidden=hidden, at=at)
+    maybe = maybe[: MAX_MAYBE + 1]
+    return _PStr("$" + name, unresolved=True, maybe=maybe,
+                 hidden=hidden or len(maybe) > MAX_MAYBE, at=at)  # fmt: skip
 
 
 def flag_words(value: Any) -> tuple[_PStr, ...]:
@@ -187,7 +198,7 @@ def flag_words(value: Any) -> tuple[_PStr, ...]:
                 name = word if cut < 0 else word.cut(0, cut)
                 if not name.unresolved:
                     out.append(name)
-    return _cap(tuple(out))
+    return tuple(out)
 
 
 @dataclass
@@ -764,24 +775,30 @@ class ShellReader:
         if all(_same(first, v) for v in values[1:]):
             return first
         self.note(f"line {self.line(at)}: ${name} is set differently in the branches")
-        hidden = any(_hidden(v) for v in values)
-        maybe = _cap(tuple(f for v in values for f in flag_words(v)))
+
+        def whole() -> _PStr:  # nothing shared: an unknown value with every branch's flags
+            maybe = _cap(tuple(f for v in values for f in flag_words(v)))
+            return unknown_value(name, maybe, any(_hidden(v) for v in values))
+
         if any(v is MISSING for v in values) and not all(
             isinstance(v, list) or v is MISSING for v in values
         ):
-            return unknown_value(name, maybe, hidden)
+            return whole()
         if all(isinstance(v, list) or v is MISSING for v in values):
             lists = [v if isinstance(v, list) else [] for v in values]
             charge(sum(len(x) for x in lists))
-            head = 0
-            while all(head < len(x) for x in lists) and all(
-                _same(lists[0][head], x[head]) for x in lists
-            ):
+            ref, others = lists[0], lists[1:]
+            n = min(len(x) for x in lists)
+            # The same objects (a branch appended to the list it started from): compared by
+            # identity at C speed; else element by element.
+            head = n if all(o[:n] == ref[:n] for o in others) else 0
+            while head < n and all(o[head] is ref[head] or _same(ref[head], o[head])
+                                   for o in others):  # fmt: skip
                 head += 1
             tail = 0
-            while all(tail < len(x) - head for x in lists) and all(
-                _same(lists[0][-1 - tail], x[-1 - tail]) for x in lists
-            ):
+            while tail < n - head and all(o[-1 - tail] is ref[-1 - tail]
+                                          or _same(ref[-1 - tail], o[-1 - tail])
+                                          for o in others):  # fmt: skip
                 tail += 1
             rests = [x[head : len(x) - tail] for x in lists]
             maybe = _cap(tuple(f for m in rests for f in flag_words(m)))
@@ -789,7 +806,7 @@ class ShellReader:
             ends = lists[0][len(lists[0]) - tail :] if tail else []
             return [*lists[0][:head], unknown_value(name, maybe, hidden), *ends]
         if not all(isinstance(v, _PStr) for v in values):
-            return unknown_value(name, maybe, hidden)
+            return whole()
         texts = [v.text for v in values]
         charge(sum(len(t) for t in texts))
         head = _common_head(values)
@@ -797,14 +814,28 @@ class ShellReader:
         middles = [v.cut(head, len(v.text) - tail) for v in values]
         hidden = any(m.hidden for m in middles)
         maybe = _cap(tuple(f for m in middles for f in flag_words(m)))
-        out = first.cut(0, head) + unknown_value(name, maybe, hidden)
+        marker = unknown_value(name, maybe, hidden)
+        # The unknown part is a word of its own unless some branch continues a shared word.
+        if (
+            head
+            and not first.text[head - 1].isspace()
+            and not any(m.text[:1] and not m.text[0].isspace() for m in middles)
+        ):
+            marker = _PStr(" ") + marker
+        if (
+            tail
+            and not first.text[-tail].isspace()
+            and not any(m.text[-1:] and not m.text[-1].isspace() for m in middles)
+        ):
+            marker = marker + _PStr(" ")
+        out = first.cut(0, head) + marker
         return out + first.cut(len(first.text) - tail) if tail else out
 
     def _havoc(self, names: set[str] | frozenset[str], at: int, why: str) -> None:
         """Every variable in ``names`` becomes unknown (keeping the flags it held)."""
         for name in sorted(names):
             current = self.vars.get(name, MISSING)
-            self._set(name, unknown_value(name, flag_words(current)))
+            self._set(name, unknown_value(name, _cap(flag_words(current))))
         if names:
             self.note(f"line {self.line(at)}: {why}: {', '.join(sorted(names)[:8])} unknown")
 
@@ -1104,6 +1135,7 @@ class ShellReader:
             self.i += 2
         chain: list[_Branch] = []
         reached: bool | None = True
+        fall = False  # the arm before ended with ;& or ;;&: this one may run whatever it says
         while True:
             self._separators()
             if self.i >= len(self.text) or self._keyword() == "esac":
@@ -1125,10 +1157,13 @@ class ShellReader:
                     break
                 if self.i == before:
                     self.i += 1
-            decision = None if self.dead() or reached is False else _case_match(subject, patterns)
+            decision = None
+            if not (self.dead() or reached is False or fall):
+                decision = _case_match(subject, patterns)
             stop, reached = self._branch(decision, reached, chain, {";;", ";&", ";;&", "esac"})
+            fall = stop in (";&", ";;&")
             if stop in (";;", ";&", ";;&"):
-                if stop != ";;" and reached is False:
+                if fall and reached is False:
                     reached = None  # falls through to the next arm: it may run too
                 self.i += len(stop)
             elif stop is None:
@@ -1533,37 +1568,36 @@ def _hidden(value: Any) -> bool:
     return any(isinstance(v, _PStr) and v.hidden for v in items)
 
 
+def _first_unknown(idx: list[int]) -> int:
+    try:
+        return idx.index(UNKNOWN_AT)
+    except ValueError:
+        return len(idx)
+
+
+def _boundary(text: str, k: int) -> bool:
+    """Is position ``k`` between two words (or at an end) of ``text``?"""
+    return k in (0, len(text)) or text[k].isspace() or text[k - 1].isspace()
+
+
 def _common_head(values: list[_PStr]) -> int:
-    """Characters all values share at the start, cut back to just after whitespace."""
-    first = values[0]
-    n = min(len(v.text) for v in values)
-    k = 0
-    while (
-        k < n
-        and first.idx[k] != UNKNOWN_AT
-        and all(v.text[k] == first.text[k] and v.idx[k] != UNKNOWN_AT for v in values)
-    ):
-        k += 1
-    if k == n and all(len(v.text) == k for v in values):
-        return k
-    while k > 0 and not first.text[k - 1].isspace():
+    """Characters all values share at the start (known ones), ending between words in
+    every value."""
+    texts = [v.text for v in values]
+    k = len(os.path.commonprefix(texts))  # noqa: RUF071 (characters, not path parts)
+    k = min([k, *(_first_unknown(v.idx) for v in values)])
+    while k > 0 and not all(_boundary(t, k) for t in texts):
         k -= 1
     return k
 
 
 def _common_tail(values: list[_PStr], head: int) -> int:
-    first = values[0]
-    n = min(len(v.text) for v in values) - head
-    k = 0
-    while (
-        k < n
-        and first.idx[-1 - k] != UNKNOWN_AT
-        and all(
-            v.text[-1 - k] == first.text[-1 - k] and v.idx[-1 - k] != UNKNOWN_AT for v in values
-        )
-    ):
-        k += 1
-    while k > 0 and not first.text[len(first.text) - k].isspace():
+    """Characters all values share at the end, after ``head``, starting between words."""
+    texts = [v.text for v in values]
+    n = min(len(t) for t in texts) - head
+    k = min(n, len(os.path.commonprefix([t[::-1] for t in texts])))  # noqa: RUF071
+    k = min([k, *(_first_unknown(v.idx[::-1]) for v in values)])
+    while k > 0 and not all(_boundary(t, len(t) - k) for t in texts):
         k -= 1
     return k
 
