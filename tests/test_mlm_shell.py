@@ -131,6 +131,9 @@ def test_a_branch_that_exits_adds_nothing() -> None:
         ("B=x\nunset B", None),
         ("B=x\nif [[ -v B ]]; then C=1; fi\nB=$C", "1"),
         ('B=x\nif cond; then B=y; fi\nif [ "$B" = y ]; then C=1; fi\nB=$C', "?"),
+        ("B=x\nsource conf.sh", "?"),  # the file may set it
+        (". conf.sh\nB=${B:-1}", "?"),  # ... or a variable the script defaults
+        ('B=${B:-1}\nif [ -n "$C" ]; then source "$C"; fi', "?"),
     ],
 )
 def test_control_flow(text: str, expected: str | None) -> None:
@@ -349,7 +352,9 @@ def test_a_conf_file_says_only_what_it_sets() -> None:
     # that sources it adds --sequence-parallel and more (examples/rl/README.md): what the file
     # does not give is unknown, not at its default (MOE003 "sequence_parallel off" was false).
     doc, cfg = _cfg(EXAMPLES / "rl" / "model_configs" / "qwen3_30b_a3b_moe.sh")
-    assert cfg.value("model.tensor_model_parallel_size") == 4
+    assert cfg.value("model.num_layers") == 48 and cfg.value("model.num_moe_experts") == 128
+    # TP=${TP:-4}, then `source .../common.sh` (not read): it may set TP.
+    assert "model.tensor_model_parallel_size" in cfg.unknown
     assert "model.sequence_parallel" in cfg.unknown
     assert "dataset.create_attention_mask" in cfg.unknown  # a field no flag of it maps to
     assert doc.mlm_defaults == {}
@@ -373,3 +378,11 @@ def test_many_conditional_flags_stay_linear(kind: str) -> None:
         times.append(time.monotonic() - start)
         assert parsed.flags[0][0].text == "--num-layers" and parsed.flags[0][1].text == "2"
     assert times[1] < 8 * times[0] + 0.5  # 4x the text: not 16x the work
+
+
+def test_a_sourced_file_may_set_the_world() -> None:
+    # gptoss/02_train.sh: GPUS_PER_NODE=8 ... if [ -n "$DISTRIBUTED_CONFIG_FILE" ]; then
+    # source "$DISTRIBUTED_CONFIG_FILE"; fi; GPUS_PER_NODE=${GPUS_PER_NODE:-8}: the file given
+    # with --distributed-config-file sets the world.
+    doc = load_file(str(EXAMPLES / "gptoss" / "02_train.sh"))
+    assert doc.launcher == {}

@@ -69,7 +69,8 @@ class Document:
     form: str | None = None
     #: Megatron-LM input only: its flags (mlm_args.MlmFlag) in order, Megatron-LM's defaults
     #: for the mapped paths no flag sets, paths whose value is unresolved ($VAR, $(...)),
-    #: what the reader could not expand, and the launcher's world (nodes, gpus-per-node).
+    #: the words the reader could not expand that may hold flags (``$EXTRA_ARGS``; an unknown
+    #: value of a known flag is not one), and the launcher's world (nodes, gpus-per-node).
     mlm_flags: list[Any] | None = None
     mlm_defaults: dict[str, Any] = field(default_factory=dict)
     mlm_unknown: set[str] = field(default_factory=set)

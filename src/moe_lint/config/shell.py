@@ -306,6 +306,8 @@ class ShellReader:
         self._calls = 0
         self._reread = 0
         self._undecided = 0
+        #: A file the reader does not see was sourced: an unset variable may be set.
+        self._sourced = False
         self.status: bool | None = True
 
     # -- entry -----------------------------------------------------------------------------
@@ -588,6 +590,10 @@ class ShellReader:
         text = current if isinstance(current, _PStr) else current[0] if current else _PStr()
         known_empty = current is not None and not text.unresolved and text.text == ""
         unset = current is None or (colon and known_empty)
+        if current is None and self._sourced and op in ("-", "=", "+"):
+            self.note(f"line {self.line(at)}: ${name} may be set by the sourced file")
+            word.add(unknown_value(name, at=at), False)
+            return
         if op in ("-", "="):
             if unset:  # the default (a variable the script does not set: a shell default)
                 default = self._expand_text(rest, offset)
@@ -1487,7 +1493,10 @@ class ShellReader:
         if head == "false":
             return False
         if head in ("source", "."):
-            self.note(f"line {self.line(at)}: the sourced file is not read")
+            # A file the reader does not see may set any variable: what the script set
+            # before is unknown, and so is every ${X:-default} after (X may be set there).
+            self._havoc(set(self.vars), at, "the sourced file is not read")
+            self._sourced = True
             return None
         if head == "unset":
             function = any(a.text == "-f" for a in args)
