@@ -10,7 +10,9 @@ does not have in the Megatron-LM release the user states (``--megatron-core``: M
 The flags are read statically, never by importing or running the source:
 
 * every ``<parser or group>.add_argument('--a', '--b', dest=..., action=..., type=...,
-  default=..., choices=...)`` call in ``megatron/training/arguments.py``;
+  default=..., choices=...)`` call in ``megatron/training/arguments.py`` (an
+  ``action=argparse.BooleanOptionalAction`` flag also has its ``--no-a`` twin, as
+  ``BooleanOptionalAction.__init__`` adds it for every ``--`` option string);
 * every ``add_argument`` of ``megatron/post_training/arguments.py::add_modelopt_args``, which
   ``pretrain_gpt.py`` / ``pretrain_mamba.py`` add when nvidia-modelopt is installed (marked
   ``"extra": "modelopt"``);
@@ -275,6 +277,8 @@ def release_flags(mirror: Path, commit: str) -> dict[str, dict[str, Any]]:
         if "dest" not in entry:  # argparse: the first long option string, dashes to _
             long = next((n for n in names if n.startswith("--")), names[0])
             entry["dest"] = long.lstrip("-").replace("-", "_")
+        if str(entry.get("action", "")).endswith("BooleanOptionalAction"):
+            names = names + ["--no-" + n[2:] for n in names if n.startswith("--")]
         for flag in names:
             flags[flag] = entry
 

@@ -6,8 +6,10 @@ Usage:
   python tools/mlm_survey.py DIR [--gpus N]   every *.sh and model_config.yaml under DIR
   python tools/mlm_survey.py --ci             the functional tests Megatron-LM's CI runs green
                                               (tests/data/megatron-lm/ci/INDEX.tsv), each at the
-                                              world size its CI recipe gives it
-                                              and the megatron-core version it runs
+                                              world size its CI recipe gives it (the recipe's
+                                              GPUS_PER_NODE yields to a checkpoint-consistency
+                                              test's own, as run_ci_test.sh exports it) and the
+                                              megatron-core version it runs
   python tools/mlm_survey.py --examples       tests/data/megatron-lm/examples/**/*.sh
 Add --errors to list every error finding (file:line code message). Nothing is written.
 """
@@ -20,13 +22,19 @@ import csv
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "megatron-lm"
 
 
-def ci_cases() -> list[tuple[Path, dict[str, str]]]:
-    """(model_config.yaml, the cluster its CI recipe runs it on) per green CI row."""
+def ci_cases() -> list[tuple[Path, Any, dict[str, str]]]:
+    """(model_config.yaml, base settings, command-line cluster) per green CI row, as its CI runs
+    it: the recipe's SLURM allocation gives the nodes (a command-line setting); its
+    GPUS_PER_NODE is the harness's default, below what the file's runs set (MODEL_ENV_VARS of
+    a checkpoint-consistency test, as run_ci_test.sh exports it): a base setting."""
+    from moe_lint.config.settings import Settings
+
     index = DATA / "ci" / "INDEX.tsv"
     with index.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader((line for line in handle if not line.startswith("#")),
@@ -34,8 +42,8 @@ def ci_cases() -> list[tuple[Path, dict[str, str]]]:
     out = []
     for row in rows:
         path = DATA / "ci" / row["model"] / row["test_case"] / "model_config.yaml"
-        out.append((path, {"nodes": row["nodes"], "gpus-per-node": row["gpus_per_node"],
-                           "megatron-core": row["megatron_core"]}))  # fmt: skip
+        base = Settings(gpus_per_node=int(row["gpus_per_node"]))
+        out.append((path, base, {"nodes": row["nodes"], "megatron-core": row["megatron_core"]}))
     return out
 
 
@@ -61,7 +69,7 @@ def main() -> int:
             ap.error("give DIR, --ci or --examples")
         cluster = {"gpus": ns.gpus} if ns.gpus else {}
         wanted = [p for p in sorted(root.rglob("*")) if p.is_file()]
-        cases = [(p, dict(cluster)) for p in wanted
+        cases = [(p, Settings(), dict(cluster)) for p in wanted
                  if p.suffix == ".sh" or p.name == "model_config.yaml"]  # fmt: skip
     kinds: collections.Counter[str] = collections.Counter()
     severities: collections.Counter[str] = collections.Counter()
@@ -69,9 +77,9 @@ def main() -> int:
     reasons: collections.Counter[str] = collections.Counter()
     with_findings: collections.Counter[str] = collections.Counter()
     errors: list[str] = []
-    for path, cluster in cases:
+    for path, base, cluster in cases:
         kind = "script" if path.suffix == ".sh" else "model_config"
-        result = _as_input_error(lint_path(str(path), catalogue, Settings(), [], dict(cluster)))
+        result = _as_input_error(lint_path(str(path), catalogue, base, [], dict(cluster)))
         if result.error is not None:
             kinds[f"{kind}: exit 2"] += 1
             reasons[re.sub(r"\d+", "N", result.error)[:90]] += 1

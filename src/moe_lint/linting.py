@@ -80,6 +80,7 @@ def resolve_settings(
     base: Settings,
     cli: dict[str, object],
     launcher: dict[str, str] | None = None,
+    launcher_source: str = "",
 ) -> Settings:
     """pyproject (+ per-file globs) < the launch command's world (a Megatron-LM script's
     ``torchrun --nproc_per_node N --nnodes M``) < in-file directive < CLI; with no model from
@@ -89,7 +90,12 @@ def resolve_settings(
         if glob_match(path, glob, base.base_dir):
             settings = apply_cluster(settings, values, f"per-file {glob}", base.base_dir)
     if launcher:
-        settings = apply_cluster(settings, dict(launcher), f"{path}: launch command")
+        settings = apply_cluster(
+            settings,
+            dict(launcher),
+            f"{path}: launch command",
+            source=launcher_source or "launch command",
+        )
     directives = parse_directives(doc_text, path)
     if directives:
         settings = apply_cluster(settings, directives, f"{path}: directive", Path(path).parent)
@@ -133,7 +139,9 @@ def prepare(
 ) -> tuple[Config, Facts, Settings]:
     """Settings for the file, the normalized config and its derived facts (raises
     NotBridgeConfig for YAML that is not a Bridge config)."""
-    file_settings = resolve_settings(doc.path, doc.text, settings, cli_cluster, doc.launcher)
+    file_settings = resolve_settings(
+        doc.path, doc.text, settings, cli_cluster, doc.launcher, doc.launcher_source
+    )
     preset = preset_fields(file_settings.model) if file_settings.model else None
     if doc.launch is not None:  # a Bridge launch script: its own overrides come first
         overrides = [*doc.launch.overrides, *overrides]
@@ -147,6 +155,7 @@ def prepare(
         gpu=file_settings.gpu,
         gpu_spec=gpu_specs()[file_settings.gpu] if file_settings.gpu else None,
         versions=dict(file_settings.versions),
+        world_source=file_settings.world_source,
     )
     facts = derive(cfg, cluster)
 

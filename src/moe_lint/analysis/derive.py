@@ -41,6 +41,8 @@ class Cluster:
     gpu_spec: dict[str, Any] | None = None
     #: Framework versions (package key -> PEP 440 version); absent = the newest release.
     versions: dict[str, Version] = field(default_factory=dict)
+    #: Where ``gpus`` came from when not a cluster setting (a launch command's flags).
+    world_source: str | None = None
 
 
 @dataclass
@@ -146,7 +148,8 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         )
         if cluster.gpus is not None:
             world = cluster.gpus
-            f.put("world", world, f"world = {_fmt(world)} GPUs (cluster setting)")
+            source = cluster.world_source or "cluster setting"
+            f.put("world", world, f"world = {_fmt(world)} GPUs ({source})")
             f.put("world_assumed", False, "world size given")
         else:
             world = min_world

@@ -69,7 +69,8 @@ class Document:
     form: str | None = None
     #: Megatron-LM input only: its flags (mlm_args.MlmFlag) in order, Megatron-LM's defaults
     #: for the mapped paths no flag sets, paths whose value is unresolved ($VAR, $(...)),
-    #: what the reader could not expand, and the launcher's world (nodes, gpus-per-node).
+    #: the words the reader could not expand that may hold flags (``$EXTRA_ARGS``; an unknown
+    #: value of a known flag is not one), and the launcher's world (nodes, gpus-per-node).
     mlm_flags: list[Any] | None = None
     mlm_defaults: dict[str, Any] = field(default_factory=dict)
     mlm_unknown: set[str] = field(default_factory=set)
@@ -78,6 +79,8 @@ class Document:
     #: A Megatron Bridge launch script (form "bridge-launch"): config/bridge_launch.Launch, its
     #: recipe's overrides and what run_recipe.py does after them; ``data`` is the recipe's.
     launch: Any = None
+    #: Where the launcher's world came from (mlm_args: flags, lines, shell defaults).
+    launcher_source: str = ""
 
     @property
     def lines(self) -> list[str]:
@@ -555,7 +558,7 @@ def mlm_document(result: Any) -> Document:
         path=result.path, text=result.text, data=result.data, spans=SpanMap(result.spans),
         had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
         mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
-        launcher=result.launcher,
+        launcher=result.launcher, launcher_source=result.launcher_source,
     )  # fmt: skip
 
 

@@ -94,10 +94,15 @@ def flag_name(raw: str) -> str:
 
 
 def _convert(info: FlagInfo, text: str | None) -> Any:
-    if info.action == "store_true":
-        return True
-    if info.action == "store_false":
-        return False
+    if info.action in ("store_true", "store_false") or str(info.action).endswith(
+        "BooleanOptionalAction"
+    ):
+        if text is not None:  # a switch given a value: a flag only some branch passes
+            return UNSET
+        if str(info.action).endswith("BooleanOptionalAction"):
+            # argparse.BooleanOptionalAction: --x sets True, its --no-x twin False.
+            return not (info.flag.startswith("--no-") and info.dest != _dest_of(info.flag))
+        return info.action == "store_true"
     if text is None or "$" in text or "`" in text:
         return UNSET
     text = text.strip().strip("'\"")
@@ -109,6 +114,10 @@ def _convert(info: FlagInfo, text: str | None) -> Any:
     except ValueError:
         return UNSET
     return text
+
+
+def _dest_of(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
 class MlmArgs:

@@ -378,8 +378,10 @@ def normalize(
 def _unknown_recipe(name: str) -> str:
     """SCH002's text for a mixed_precision name Bridge does not register: the file loads, and
     runtime_config_update's get_mixed_precision_config raises when the run starts."""
+    # Lazy: only a file naming an unknown recipe needs the suggestion and the recipe table.
     import difflib
 
+    # Lazy, as above: the recipe table is read only for this message.
     from moe_lint.config.mixed_precision import MP_RECIPES
 
     close = difflib.get_close_matches(name.replace("-", "_"), list(MP_RECIPES), n=1)
@@ -489,11 +491,25 @@ def _apply_framework_rules(cfg: Config) -> None:
     v = cfg.values
     tp = v.get("model.tensor_model_parallel_size", 1)
     ep = v.get("model.expert_model_parallel_size", 1)
+    # A size whose value is not known (a recipe's, a script's unresolved $TP) decides nothing.
+    if "model.tensor_model_parallel_size" in cfg.unknown:
+        tp = None
+    if "model.expert_model_parallel_size" in cfg.unknown:
+        ep = None
 
     # Bridge TransformerConfig.finalize: ETP = 1 when EP > 1 and ETP unset; MCore: ETP = TP.
+    etp_unset = (
+        v.get("model.expert_tensor_parallel_size") is None
+        and "model.expert_tensor_parallel_size" not in cfg.unknown
+    )
+    if etp_unset and not (isinstance(ep, int) and (ep > 1 or isinstance(tp, int))):
+        v.pop("model.expert_tensor_parallel_size", None)  # from an unknown TP or EP
+        cfg.unknown.add("model.expert_tensor_parallel_size")
     if (
         v.get("model.expert_tensor_parallel_size") is None
         and "model.expert_tensor_parallel_size" not in cfg.unknown
+        and isinstance(ep, int)
+        and (ep > 1 or isinstance(tp, int))
     ):
         if ep > 1:
             _set(
@@ -512,7 +528,9 @@ def _apply_framework_rules(cfg: Config) -> None:
 
     # Bridge finalize silently turns sequence parallelism off at TP <= 1 (and an unset flag
     # cannot matter there either).
-    if "model.sequence_parallel" in cfg.unknown and tp <= 1:
+    if not isinstance(tp, int):
+        pass
+    elif "model.sequence_parallel" in cfg.unknown and tp <= 1:
         _set(cfg, "model.sequence_parallel", False, "sequence_parallel unset with TP=1 -> false")
     elif v.get("model.sequence_parallel") and tp <= 1:
         _set(

@@ -84,6 +84,9 @@ class Settings:
     extend_exclude: list[str] = field(default_factory=list)
     #: Where pyproject.toml was found (globs and pack paths are relative to it).
     base_dir: Path | None = None
+    #: Where the world size came from when a launch command gave it (its flags, the lines
+    #: and shell defaults their numbers came from); None for a cluster setting.
+    world_source: str | None = None
 
     def world(self) -> int | None:
         """Total GPUs from ``gpus`` or ``nodes × gpus-per-node``."""
@@ -126,12 +129,19 @@ def normalize_gpu(name: str, where: str) -> str:
 
 
 def apply_cluster(
-    settings: Settings, values: dict[str, Any], where: str, base: Path | None = None
+    settings: Settings,
+    values: dict[str, Any],
+    where: str,
+    base: Path | None = None,
+    source: str | None = None,
 ) -> Settings:
     """Return settings with cluster/model keys from ``values`` applied (a relative ``model``
-    path is read from ``base``, else the working directory)."""
+    path is read from ``base``, else the working directory). ``source``: where the world
+    these values give came from (a launch command's flags), for the derivations."""
     out = replace(settings)
     keys = {k.replace("_", "-") for k in values}
+    if keys & {"gpus", "nodes", "gpus-per-node"}:
+        out.world_source = source
     # A layer that gives the world one way replaces a world given the other way below it.
     if "nodes" in keys and "gpus" not in keys:
         out.gpus = None
