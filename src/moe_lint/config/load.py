@@ -75,6 +75,10 @@ class Document:
     mlm_unknown: set[str] = field(default_factory=set)
     mlm_notes: list[str] = field(default_factory=list)
     launcher: dict[str, str] = field(default_factory=dict)
+    #: What the run does: "training", or "inference" for a Megatron-LM inference entry script
+    #: or a functional test with ``MODE: inference`` (config/mlm_args.py). Rules limited by
+    #: ``modes`` (engine/catalogue.py) run only in theirs.
+    run_mode: str = "training"
 
     @property
     def lines(self) -> list[str]:
@@ -546,7 +550,7 @@ def mlm_document(result: Any) -> Document:
         path=result.path, text=result.text, data=result.data, spans=SpanMap(result.spans),
         had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
         mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
-        launcher=result.launcher,
+        launcher=result.launcher, run_mode=result.mode,
     )  # fmt: skip
 
 

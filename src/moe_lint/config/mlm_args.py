@@ -32,6 +32,9 @@ from typing import Any, NamedTuple
 import yaml
 
 from moe_lint.bounds import MAX_BYTES, bounded_str, number_too_long
+from moe_lint.config.fields import UNKNOWN
+from moe_lint.config.mlm_defaults import derived_vpp
+from moe_lint.config.mlm_releases import MlmArgs, releases
 from moe_lint.config.positions import Pos, Span
 from moe_lint.errors import InputError
 
@@ -857,6 +860,36 @@ class MlmResult:
     had_bom: bool = False
     skip: str | None = None
     form: str = FORM
+    #: "training" or "inference": what the run does (see run_mode_of), which decides the rules
+    #: that apply (a rule's ``modes``).
+    mode: str = "training"
+
+
+#: Entry scripts that run inference: no optimizer, no backward, the model in eval mode
+#: (examples/inference/**, tools/run_*text_generation*.py, *_inference*.py, generate*.py, ...).
+_INFERENCE_SCRIPT = re.compile(
+    r"(?:^|[/\s'\"=])(?:examples/inference/\S*|[\w-]*(?:inference|text_generation|generat)[\w-]*)"
+    r"\.py\b"
+)
+_PY_WORD = re.compile(r"[^\s'\"=;|&]+\.py\b")
+
+
+def run_mode_of(script: str) -> str:
+    """The run mode an entry script implies: "inference" for an inference or text-generation
+    entry point, "training" for any other (pretrain_*.py, train_rl.py, ...)."""
+    return "inference" if _INFERENCE_SCRIPT.search(script) else "training"
+
+
+def _script_mode(text: str, command: _PStr | None) -> str:
+    """The launch script's run mode: from its command's entry script, else (no command found)
+    from the ``*.py`` words of its lines when all of them are inference entry points."""
+    if command is not None:
+        return run_mode_of(command.text)
+    words = [w for line in text.splitlines() if not line.lstrip().startswith("#")
+             for w in _PY_WORD.findall(line)]  # fmt: skip
+    if words and all(run_mode_of(w) == "inference" for w in words):
+        return "inference"
+    return "training"
 
 
 def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | None,
@@ -902,16 +935,15 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
             continue
         else:
             typed = _typed(entry, value.text)
-        if entry["dest"] == "group_query_attention":
-            given["_gqa"] = (True, span, False)
-        if entry["dest"] == "num_layers_per_virtual_pipeline_stage":
-            given["_vpp_layers"] = (typed, span, value is not None and value.unresolved)
         for path in entry.get("paths", ()):
             negate = path.startswith("!")
             path = path.lstrip("!")
             v = (not typed) if negate and isinstance(typed, bool) else typed
             given[path] = (v, span, value is not None and value.unresolved)
-    _derive_vpp(given)
+    args = MlmArgs(releases()[-1], flags)
+    _derive_vpp(given, args)
+    if args["group_query_attention"] is False:
+        given["_no_gqa"] = (True, None, False)
     for path, (v, span, unresolved) in given.items():
         if path.startswith("_"):
             continue
@@ -958,8 +990,8 @@ def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span
 
     for key in ("moe_router_load_balancing_type", "moe_aux_loss_coeff", "cp_comm_type"):
         unlist(key)
-    if "_gqa" not in given and "num_query_groups" in model:
-        model.pop("num_query_groups")
+    if "_no_gqa" in given:  # mlm_defaults then makes it the head count, as __post_init__ does
+        model.pop("num_query_groups", None)
         spans.pop(("model", "num_query_groups"), None)
         defaults["model.num_query_groups"] = None
     if model.get("rope_type") is None:
@@ -968,25 +1000,26 @@ def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span
         data["model"] = model
 
 
-def _derive_vpp(given: dict[str, Any]) -> None:
-    """``--num-layers-per-virtual-pipeline-stage``: the virtual stages per rank, as
-    megatron/training/arguments.py::validate_args derives them (1 -> None)."""
-    per = given.pop("_vpp_layers", None)
-    if per is None or "model.virtual_pipeline_model_parallel_size" in given:
+#: The arguments validate_args derives the virtual pipeline size from (mlm_defaults.derived_vpp).
+_VPP_SOURCES = (
+    "hybrid_layer_pattern",
+    "hybrid_override_pattern",
+    "pipeline_model_parallel_layout",
+    "num_virtual_stages_per_pipeline_rank",
+    "num_layers_per_virtual_pipeline_stage",
+)
+
+
+def _derive_vpp(given: dict[str, Any], args: MlmArgs) -> None:
+    """``model.virtual_pipeline_model_parallel_size`` as validate_args derives it from the
+    arguments that give it (1 -> None), pointing at the flag that gives it; unknown when they
+    do not tell it."""
+    source = next((f for d in _VPP_SOURCES if (f := args.flag(d)) is not None), None)
+    if source is None:
         return
-    layers = given.get("model.num_layers", (None,))[0]
-    pp = given.get("model.pipeline_model_parallel_size", (1,))[0]
-    n, span, unresolved = per
-    if not all(isinstance(x, int) and x > 0 for x in (layers, pp, n)):
-        return
-    layers += sum(1 for p in ("model.account_for_embedding_in_pipeline_split",
-                              "model.account_for_loss_in_pipeline_split")
-                  if given.get(p, (False,))[0] is True)  # fmt: skip
-    if layers % pp or (layers // pp) % n:
-        return
-    vpp = (layers // pp) // n
-    given["model.virtual_pipeline_model_parallel_size"] = (None if vpp == 1 else vpp, span,
-                                                            unresolved)  # fmt: skip
+    vpp = derived_vpp(lambda dest: args[dest])
+    path = "model.virtual_pipeline_model_parallel_size"
+    given[path] = (None if vpp is UNKNOWN else vpp, source.span, vpp is UNKNOWN)
 
 
 def _literal_at(text: str, flag: _PStr, value: _PStr) -> bool:
@@ -1014,6 +1047,7 @@ def parse_script(text: str, path: str, had_bom: bool = False) -> MlmResult:
     result = build(text, parsed.flags, parsed.command, parsed.notes, parsed.launcher)
     if result.flags:
         _add_env(text, result, {k: (v.text, v) for k, v in parsed.env.items()})
+    result.mode = _script_mode(text, parsed.command)
     return to_document(path, text, result, had_bom)
 
 
@@ -1059,6 +1093,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     ``true`` for a switch that is given, ``false`` for one that is not."""
     args = None
     anchor = None
+    mode = None  # the harness's MODE: (pretraining, inference, rl, ...)
     env: dict[str, tuple[Any, _PStr | None]] = {}
     for key, value in node.value:
         if (
@@ -1071,6 +1106,8 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
                     start = v.start_mark.index
                     env[k.value] = (v.value, _PStr(v.value, list(range(start, start + len(
                         v.value))) if v.value else [], "${" in v.value))  # fmt: skip
+        if isinstance(key, yaml.ScalarNode) and key.value == "MODE":
+            mode = value.value if isinstance(value, yaml.ScalarNode) else None
         if isinstance(key, yaml.ScalarNode) and key.value == "MODEL_ARGS":
             args = value
             start = key.start_mark.index
@@ -1114,6 +1151,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     result = build(text, pairs, anchor, notes, {})
     if result.flags:
         _add_env(text, result, env)
+    result.mode = "inference" if mode == "inference" else "training"  # rl trains (train_rl.py)
     return to_document(path, text, result, had_bom, "MODEL_ARGS holds no Megatron-LM arguments")
 
 

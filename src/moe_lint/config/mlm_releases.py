@@ -11,7 +11,9 @@ the oldest release in the table has no list (:func:`release_for` gives None).
 
 :class:`MlmArgs` replays a flag list the way argparse does (the last occurrence of a dest wins,
 ``store_true`` / ``store_false`` set True / False, other flags take their value) over the
-release's defaults, for the checks that re-state ``validate_args``.
+release's defaults, for the checks that re-state ``validate_args``. With ``--use-checkpoint-args``
+the arguments ``load_args_from_checkpoint`` takes from the checkpoint (:data:`FROM_CHECKPOINT`)
+read as UNSET: the command line does not decide them.
 """
 
 from __future__ import annotations
@@ -43,6 +45,97 @@ def _table() -> dict[str, Any]:
     text = resources.files("moe_lint.data").joinpath("mlm_releases.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+#: megatron/training/checkpointing.py::load_args_from_checkpoint, which
+#: megatron/training/arguments.py::parse_and_validate_args runs before validate_args when
+#: ``--use-checkpoint-args`` is given: each ``_set_arg`` as (dest, force, first release, last
+#: release, condition), read from core_v0.14.0 .. core_v0.19.0. ``force``: the checkpoint's
+#: value replaces the command line's; otherwise it fills only an argument still None. The
+#: condition names the flag the call sits under: "mp" ``if args.use_mp_args_from_checkpoint_args``
+#: (default off), "tok" ``if args.use_tokenizer_model_from_checkpoint_args`` (default on).
+#: ``moe_ffn_hidden_size`` is the checkpoint's or None (``setattr`` when it has no experts).
+FROM_CHECKPOINT: tuple[tuple[str, bool, str, str | None, str], ...] = (
+    ("num_layers", False, "0.14.0", None, ""),
+    ("hidden_size", False, "0.14.0", None, ""),
+    ("ffn_hidden_size", False, "0.14.0", None, ""),
+    ("seq_length", False, "0.14.0", None, ""),
+    ("num_attention_heads", False, "0.14.0", None, ""),
+    ("num_query_groups", True, "0.14.0", None, ""),
+    ("group_query_attention", True, "0.14.0", None, ""),
+    ("kv_channels", False, "0.14.0", None, ""),
+    ("max_position_embeddings", False, "0.14.0", None, ""),
+    ("position_embedding_type", True, "0.14.0", None, ""),
+    ("add_position_embedding", True, "0.14.0", None, ""),
+    ("use_rotary_position_embeddings", True, "0.14.0", None, ""),
+    ("rotary_base", True, "0.14.0", None, ""),
+    ("rotary_percent", True, "0.14.0", None, ""),
+    ("rotary_interleaved", True, "0.14.0", None, ""),
+    ("add_bias_linear", True, "0.14.0", None, ""),
+    ("add_qkv_bias", True, "0.14.0", None, ""),
+    ("squared_relu", True, "0.14.0", None, ""),
+    ("swiglu", True, "0.14.0", None, ""),
+    ("untie_embeddings_and_output_weights", True, "0.14.0", None, ""),
+    ("apply_layernorm_1p", True, "0.14.0", None, ""),
+    ("normalization", True, "0.14.0", None, ""),
+    ("apply_query_key_layer_scaling", True, "0.14.0", None, ""),
+    ("attention_dropout", True, "0.14.0", None, ""),
+    ("hidden_dropout", True, "0.14.0", None, ""),
+    ("hybrid_override_pattern", True, "0.14.0", "0.16.1", ""),
+    ("hybrid_attention_ratio", True, "0.14.0", "0.16.1", ""),
+    ("hybrid_mlp_ratio", True, "0.14.0", "0.16.1", ""),
+    ("is_hybrid_model", True, "0.14.0", "0.16.1", ""),
+    ("mtp_hybrid_override_pattern", True, "0.17.0", None, ""),
+    ("mtp_num_layers", True, "0.17.0", None, ""),
+    ("mtp_use_repeated_layer", True, "0.17.0", None, ""),
+    ("spec", True, "0.14.0", None, ""),
+    ("num_experts", True, "0.14.0", None, ""),
+    ("moe_layer_freq", True, "0.14.0", None, ""),
+    ("moe_ffn_hidden_size", True, "0.14.0", None, ""),
+    ("moe_router_topk", True, "0.14.0", None, ""),
+    ("moe_token_dispatcher_type", True, "0.14.0", "0.14.0", ""),
+    ("moe_router_pre_softmax", True, "0.14.0", None, ""),
+    ("moe_grouped_gemm", True, "0.14.0", None, ""),
+    ("moe_single_grouped_weight", True, "0.18.0", None, ""),
+    ("moe_single_grouped_bias", True, "0.18.0", None, ""),
+    ("moe_shared_expert_intermediate_size", True, "0.14.0", None, ""),
+    ("moe_router_score_function", True, "0.16.0", None, ""),
+    ("moe_router_enable_expert_bias", True, "0.16.0", None, ""),
+    ("moe_router_topk_scaling_factor", True, "0.16.0", None, ""),
+    ("mamba_state_dim", True, "0.14.0", None, ""),
+    ("mamba_head_dim", True, "0.14.0", None, ""),
+    ("mamba_num_groups", True, "0.14.0", None, ""),
+    ("mamba_num_heads", True, "0.14.0", None, ""),
+    ("hybrid_layer_pattern", False, "0.17.0", None, ""),
+    ("heterogeneous_layers_config_path", True, "0.14.0", None, ""),
+    ("heterogeneous_layers_config_encoded_json", True, "0.14.0", None, ""),
+    ("moe_latent_size", True, "0.16.0", None, ""),
+    ("tokenizer_model", True, "0.14.0", None, "tok"),
+    ("tokenizer_type", True, "0.14.0", "0.15.3", ""),
+    ("tokenizer_type", True, "0.16.0", None, "tok"),
+    ("tiktoken_pattern", True, "0.14.0", None, ""),
+    ("padded_vocab_size", False, "0.14.0", None, ""),
+    ("ckpt_format", False, "0.14.0", None, ""),
+    ("tensor_model_parallel_size", True, "0.14.0", None, "mp"),
+    ("pipeline_model_parallel_size", True, "0.14.0", None, "mp"),
+    ("virtual_pipeline_model_parallel_size", True, "0.14.0", None, "mp"),
+    ("num_layers_per_virtual_pipeline_stage", False, "0.14.0", None, "mp"),
+    ("expert_model_parallel_size", True, "0.14.0", None, "mp"),
+)
+
+
+def from_checkpoint(release: str | None, condition: dict[str, bool]) -> dict[str, bool]:
+    """dest -> force, for the arguments ``load_args_from_checkpoint`` may set in ``release``
+    (every release's when None), under the conditions that hold ("mp", "tok" -> True when the
+    command line turns that flag on, or cannot tell)."""
+    out: dict[str, bool] = {}
+    for dest, force, first, last, when in FROM_CHECKPOINT:
+        if when and not condition.get(when, True):
+            continue
+        if release is not None and not Version(first) <= Version(release) <= Version(last or "99"):
+            continue
+        out[dest] = out.get(dest, False) or force
+    return out
 
 
 def releases() -> list[str]:
@@ -127,6 +220,8 @@ class MlmArgs:
                 self.defaults[info.dest] = (info.action == "store_false", info.default)
         #: dest -> (value, the MlmFlag that set it), in command-line order.
         self.given: dict[str, tuple[Any, Any]] = {}
+        #: dests the checkpoint sets with --use-checkpoint-args (read as UNSET).
+        self.from_checkpoint: set[str] = set()
         for item in flags:
             raw = str(item.name)
             name = flag_name(raw)
@@ -135,9 +230,29 @@ class MlmArgs:
                 continue
             text = item.value if name == raw else raw.split("=", 1)[1]
             self.given[found.dest] = (_convert(found, text), item)
+        self.from_checkpoint = self.checkpoint_dests(release)
+
+    def checkpoint_dests(self, release: str | None) -> set[str]:
+        """With ``--use-checkpoint-args``, the dests the checkpoint decides in ``release`` (in
+        any release when None): a forced one always, another unless the command line sets it
+        (load_args_from_checkpoint's ``_set_arg``)."""
+        if self["use_checkpoint_args"] is not True:
+            return set()
+
+        def maybe(dest: str) -> bool:
+            value = self[dest]
+            return value is UNSET or bool(value)
+
+        flags_on = {"mp": maybe("use_mp_args_from_checkpoint_args"),
+                    "tok": maybe("use_tokenizer_model_from_checkpoint_args")}  # fmt: skip
+        return {dest for dest, force in from_checkpoint(release, flags_on).items()
+                if force or self.given.get(dest, (None,))[0] in (None, UNSET)}  # fmt: skip
 
     def __getitem__(self, dest: str) -> Any:
-        """The value of ``dest``: given on the command line, else the release's default."""
+        """The value of ``dest``: given on the command line, else the release's default (UNSET
+        where the checkpoint decides it)."""
+        if dest in self.from_checkpoint:
+            return UNSET
         if dest in self.given:
             return self.given[dest][0]
         if dest not in self.defaults:
