@@ -523,6 +523,8 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     if not isinstance(node, yaml.MappingNode):
         return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
     if any(isinstance(k, yaml.ScalarNode) and k.value == "MODEL_ARGS" for k, _ in node.value):
+        if mlm_args.is_nemo_model_args(node):
+            return _skipped(path, text, had_bom, mlm_args.SKIP_NEMO)
         return mlm_document(mlm_args.parse_model_args(text, path, node, had_bom))
     builder = _Builder()
     try:

@@ -874,19 +874,24 @@ _INFERENCE_SCRIPT = re.compile(
 _PY_WORD = re.compile(r"[^\s'\"=;|&]+\.py\b")
 
 
+_MODULE = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
+
+
 def run_mode_of(script: str) -> str:
-    """The run mode an entry script implies: "inference" for an inference or text-generation
-    entry point, "training" for any other (pretrain_*.py, train_rl.py, ...)."""
+    """The run mode an entry script (or ``-m`` module) implies: "inference" for an inference
+    or text-generation entry point, "training" for any other (pretrain_*.py, train_rl.py)."""
+    if ".py" not in script and re.fullmatch(r"[A-Za-z_][\w.]*", script):
+        script = script.replace(".", "/") + ".py"  # examples.inference.x -> examples/inference/x.py
     return "inference" if _INFERENCE_SCRIPT.search(script) else "training"
 
 
 def _script_mode(text: str, command: _PStr | None) -> str:
     """The launch script's run mode: from its command's entry script, else (no command found)
-    from the ``*.py`` words of its lines when all of them are inference entry points."""
+    from the ``*.py`` and ``-m module`` words of its lines when all are inference entry points."""
     if command is not None:
         return run_mode_of(command.text)
-    words = [w for line in text.splitlines() if not line.lstrip().startswith("#")
-             for w in _PY_WORD.findall(line)]  # fmt: skip
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    words = [w for line in lines for w in _PY_WORD.findall(line) + _MODULE.findall(line)]
     if words and all(run_mode_of(w) == "inference" for w in words):
         return "inference"
     return "training"
@@ -1178,6 +1183,30 @@ def looks_like_script(text: str, path: str) -> bool:
     shellish = re.search(r"^\s*(?:export\s+)?[A-Za-z_]\w*=|\\\s*$|\b(torchrun|python3?|srun)\b",
                          head, re.M)  # fmt: skip
     return bool(shellish) and len(_YAML_KEY.findall(head)) * 4 < flags
+
+
+#: Why a NeMo 2 functional test is skipped (tests/functional_tests/shell_test_utils/
+#: _run_training.sh passes its MODEL_ARGS, with IS_NEMO_TEST=true, as ``key=value`` overrides
+#: to a NeMo training script: they are NeMo-Run recipe overrides, not Megatron-LM flags, and the
+#: recipe they override is not in the file).
+SKIP_NEMO = (
+    "a NeMo 2 functional test: its MODEL_ARGS are NeMo recipe overrides (trainer.strategy.*, "
+    "model.config.*), not Megatron-LM flags, and the recipe they change is not in the file"
+)
+
+
+def is_nemo_model_args(node: Any) -> bool:
+    """A ``MODEL_ARGS:`` mapping of dotted ``section.key`` overrides and no ``--flag``: the
+    NeMo 2 tests' form (``trainer.strategy.tensor_model_parallel_size: 2``)."""
+    args = next((v for k, v in getattr(node, "value", ()) if isinstance(k, yaml.ScalarNode)
+                 and k.value == "MODEL_ARGS"), None)  # fmt: skip
+    if not isinstance(args, yaml.MappingNode) or not args.value:
+        return False
+    keys = [k.value for k, _ in args.value if isinstance(k, yaml.ScalarNode)]
+    return bool(keys) and all(
+        not key.startswith("-") and re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", key)
+        for key in keys
+    )
 
 
 def is_model_args(data: Any) -> bool:
