@@ -122,7 +122,8 @@ def derived_vpp(get: Callable[[str], Any]) -> Any:
 def left_unset(cfg: Config, dotted: str) -> bool:
     """A Megatron-LM argument no flag sets whose argparse default is None: None for
     Megatron-LM (which then derives it), where Config.value reads a size the table leaves to a
-    recipe as unknown (normalize._megatron_lm_defaults)."""
+    recipe as unknown (normalize._megatron_lm_defaults). A value derived here (origin
+    "normalized", an unknown one too: what the checkpoint sets) is not left unset."""
     doc = cfg.doc
     return (
         cfg.form == "megatron-lm"
@@ -163,6 +164,7 @@ class _Run:
             if dotted not in cfg.unknown:
                 cfg.values.pop(dotted, None)
                 cfg.unknown.add(dotted)
+                cfg.origin[dotted] = "normalized"
                 cfg.notes[dotted] = note
             return
         if cfg.value(dotted) is value or (

@@ -124,6 +124,16 @@ FROM_CHECKPOINT: tuple[tuple[str, bool, str, str | None, str], ...] = (
 )
 
 
+#: What only a hybrid model takes from its checkpoint: a GPT run loads a GPT checkpoint (a
+#: hybrid one is refused for a non-hybrid model,
+#: megatron/training/checkpointing.py::_maybe_setup_gpt_to_hybrid_load).
+_HYBRID_ONLY = frozenset({
+    "hybrid_layer_pattern", "hybrid_override_pattern", "is_hybrid_model", "hybrid_attention_ratio",
+    "hybrid_mlp_ratio", "mtp_hybrid_override_pattern", "mamba_state_dim", "mamba_head_dim",
+    "mamba_num_groups", "mamba_num_heads",
+})  # fmt: skip
+
+
 def from_checkpoint(release: str | None, condition: dict[str, bool]) -> dict[str, bool]:
     """dest -> force, for the arguments ``load_args_from_checkpoint`` may set in ``release``
     (every release's when None), under the conditions that hold ("mp", "tok" -> True when the
@@ -220,11 +230,19 @@ class MlmArgs:
                 self.defaults[info.dest] = (info.action == "store_false", info.default)
         #: dest -> (value, the MlmFlag that set it), in command-line order.
         self.given: dict[str, tuple[Any, Any]] = {}
+        #: The command line builds a hybrid (Mamba) model: ``--model-provider mamba|hybrid``
+        #: (the inference scripts' flag) or a hybrid / Mamba ``--spec``.
+        self.hybrid = False
         #: dests the checkpoint sets with --use-checkpoint-args (read as UNSET).
         self.from_checkpoint: set[str] = set()
         for item in flags:
             raw = str(item.name)
             name = flag_name(raw)
+            text = str(item.value or "").lower()
+            if (name == "--model-provider" and text in ("mamba", "hybrid")) or (
+                name == "--spec" and ("hybrid" in text or "mamba" in text)
+            ):
+                self.hybrid = True
             found = self.table.get(name)
             if found is None:
                 continue
@@ -246,7 +264,8 @@ class MlmArgs:
         flags_on = {"mp": maybe("use_mp_args_from_checkpoint_args"),
                     "tok": maybe("use_tokenizer_model_from_checkpoint_args")}  # fmt: skip
         return {dest for dest, force in from_checkpoint(release, flags_on).items()
-                if force or self.given.get(dest, (None,))[0] in (None, UNSET)}  # fmt: skip
+                if (self.hybrid or dest not in _HYBRID_ONLY)
+                and (force or self.given.get(dest, (None,))[0] in (None, UNSET))}  # fmt: skip
 
     def __getitem__(self, dest: str) -> Any:
         """The value of ``dest``: given on the command line, else the release's default (UNSET

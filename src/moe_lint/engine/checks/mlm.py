@@ -73,13 +73,22 @@ def _at(flag: Any) -> tuple[int, int] | None:
     return None
 
 
+_MODEL_ARGS = re.compile(r"^MODEL_ARGS\s*:", re.M)
+
+
 def _args(ctx: Context) -> MlmArgs | None:
     """The validated arguments, or None when validate_args will not see these flags."""
     flags = _flags(ctx)
     release = _release(ctx) if flags else None
     if release is None:
         return None
-    args = MlmArgs(release, flags, incomplete=bool(getattr(ctx.config.doc, "mlm_notes", None)))
+    doc = ctx.config.doc
+    # A MODEL_ARGS file names every flag as a key (a ${...} value is only that flag's value
+    # unknown); a script's unexpanded words may hold flags.
+    hidden = bool(getattr(doc, "mlm_notes", None)) and not _MODEL_ARGS.search(
+        str(getattr(doc, "text", "") or "")
+    )
+    args = MlmArgs(release, flags, incomplete=hidden)
     if any(args[dest] not in (False, None) for dest in _REPLACED_BY):
         return None
     return args
