@@ -308,3 +308,9 @@ def test_mlm003_reads_the_virtual_stages_validate_args_derives(catalogue: Catalo
         "--overlap-param-gather-with-optimizer-step only supported with interleaved pipeline "
         "parallelism"
     ]
+
+
+def test_the_checkpoint_decides_the_activation() -> None:
+    cfg = _cfg("moe/gpt_dynamic_inference_tp4_etp1_pp1_ep8_16B_logitsmatch_zmq")  # --swiglu, forced
+    assert cfg.value("model.activation_func") is UNKNOWN
+    assert cfg.value("model.bias_activation_fusion") is UNKNOWN

@@ -294,6 +294,9 @@ def test_overlap_param_gather_with_optimizer_step_prerequisites() -> None:
     ]
     one_stage = _ctx(_OPG_OK.replace("rank 2", "rank 1"))
     assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, one_stage)) == 1
+    # A release without --hybrid-layer-pattern (0.16) has no hybrid pattern: still derived.
+    old = _ctx(_OPG_OK.replace("rank 2", "rank 1"), megatron_core="0.16.1")
+    assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, old)) == 1
 
     # validate_args derives the virtual size from a layout (stages / PP, 1 -> None) and from
     # --num-layers-per-virtual-pipeline-stage ((layers / PP) / that).

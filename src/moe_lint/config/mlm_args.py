@@ -32,9 +32,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from moe_lint.bounds import MAX_BYTES, bounded_str, number_too_long
-from moe_lint.config.fields import UNKNOWN
-from moe_lint.config.mlm_defaults import derived_vpp
-from moe_lint.config.mlm_releases import MlmArgs, releases
+from moe_lint.config.mlm_releases import UNSET, MlmArgs, releases
 from moe_lint.config.positions import Pos, Span
 from moe_lint.errors import InputError
 
@@ -1005,7 +1003,7 @@ def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span
         data["model"] = model
 
 
-#: The arguments validate_args derives the virtual pipeline size from (mlm_defaults.derived_vpp).
+#: What validate_args derives the virtual pipeline size from (MlmArgs.virtual_pipeline_size).
 _VPP_SOURCES = (
     "hybrid_layer_pattern",
     "hybrid_override_pattern",
@@ -1022,9 +1020,9 @@ def _derive_vpp(given: dict[str, Any], args: MlmArgs) -> None:
     source = next((f for d in _VPP_SOURCES if (f := args.flag(d)) is not None), None)
     if source is None:
         return
-    vpp = derived_vpp(lambda dest: args[dest])
+    vpp = args.virtual_pipeline_size()
     path = "model.virtual_pipeline_model_parallel_size"
-    given[path] = (None if vpp is UNKNOWN else vpp, source.span, vpp is UNKNOWN)
+    given[path] = (None if vpp is UNSET else vpp, source.span, vpp is UNSET)
 
 
 def _literal_at(text: str, flag: _PStr, value: _PStr) -> bool:

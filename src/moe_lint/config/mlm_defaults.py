@@ -7,8 +7,9 @@ lists every such flag moe-lint audited (the flag, its argparse default, the valu
 gets, and where, read at Megatron-LM core_v0.19.0 and main = 0.20 dev); this module applies
 them to Megatron-LM input, each with a note naming its source:
 
-- :func:`derived_vpp`, validate_args' virtual pipeline size, for config/mlm_args.py::build
-  (which maps it onto ``model.virtual_pipeline_model_parallel_size``) and MLM003;
+- the virtual pipeline size, ``MlmArgs.virtual_pipeline_size`` (config/mlm_releases.py), which
+  config/mlm_args.py::build maps onto ``model.virtual_pipeline_model_parallel_size`` and MLM003
+  reads;
 - :func:`apply`, everything else, on the normalized config
   (normalize._megatron_lm_defaults, after the argparse defaults and any override) in the order
   Megatron-LM runs it. A derivation whose input the file does not tell (an unexpanded
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from moe_lint.config.fields import UNKNOWN
+from moe_lint.config.mlm_args import flag_table
 from moe_lint.config.mlm_releases import UNSET, MlmArgs, release_for, releases
 from moe_lint.config.versions import effective_version, stated_below
 
@@ -38,82 +40,6 @@ POST_INIT = "megatron/core/transformer/transformer_config.py::TransformerConfig.
 SILU = "torch.nn.functional.silu"
 SQUARED_RELU = "megatron.core.activations.squared_relu"
 QUICK_GELU = "megatron.core.fusions.fused_bias_geglu.quick_gelu"
-
-
-# --------------------------------------------------------------------------- virtual pipeline
-
-
-def derived_vpp(get: Callable[[str], Any]) -> Any:
-    """The virtual pipeline size validate_args sets (core_v0.19.0 and main): an int > 1, None
-    for no interleaving (it turns 1 into None), or UNKNOWN where an argument it needs is not
-    told or an assert of that block would stop the run first (MLM005 reports those).
-
-    ``get(dest)`` is an argument's value (UNSET or UNKNOWN when not told). In order: a hybrid
-    layer pattern's pipe segments / PP (segments > PP, else None); a
-    ``--pipeline-model-parallel-layout``'s stages / PP; ``--num-virtual-stages-per-pipeline-rank``;
-    ``--num-layers-per-virtual-pipeline-stage`` as (layers [+1 per account_for_*] / PP) / that;
-    else None.
-    """
-    # Lazy: the layout parser only for a layout.
-    from moe_lint.analysis.placement import read_layout
-
-    def told(value: Any) -> bool:
-        return value is not UNSET and value is not UNKNOWN
-
-    def count(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    pattern = get("hybrid_layer_pattern")
-    if pattern is None:
-        pattern = get("hybrid_override_pattern")
-    pp = count(get("pipeline_model_parallel_size"))
-    if not told(pattern) or pp is None or pp < 1:
-        return UNKNOWN
-    if isinstance(pattern, str):
-        segments = pattern.split("/")[0].count("|") + 1
-        if segments == 1 and pp > 1:
-            return None
-        if segments % pp:
-            return UNKNOWN
-        return segments // pp if segments > pp else None
-    layout = get("pipeline_model_parallel_layout")
-    per_layer = get("num_layers_per_virtual_pipeline_stage")
-    per_rank = get("num_virtual_stages_per_pipeline_rank")
-    if not all(told(v) for v in (layout, per_layer, per_rank)):
-        return UNKNOWN
-    if layout is not None:
-        info = read_layout(layout)
-        stages = None if info is None or info.stages is None else len(info.stages)
-        if stages is None or stages % pp:
-            return UNKNOWN
-        vpp: int | None = stages // pp
-    elif per_rank is not None:
-        vpp = count(per_rank)
-        if vpp is None:
-            return UNKNOWN
-    elif per_layer is not None:
-        layers = get("num_layers")
-        if layers is None:
-            layers = get("decoder_num_layers")
-        extra = [
-            get("account_for_embedding_in_pipeline_split"),
-            get("account_for_loss_in_pipeline_split"),
-        ]
-        n = count(per_layer)
-        if (
-            count(layers) is None
-            or n is None
-            or n < 1
-            or not all(e in (True, False) for e in extra)
-        ):
-            return UNKNOWN
-        total = layers + sum(1 for e in extra if e)
-        if total % pp or (total // pp) % n:
-            return UNKNOWN
-        vpp = total // pp // n
-    else:
-        return None
-    return None if vpp == 1 else vpp
 
 
 # --------------------------------------------------------------------------- the rest
@@ -186,9 +112,6 @@ def _from_checkpoint(run: _Run) -> None:
     """``--use-checkpoint-args``: what load_args_from_checkpoint takes from the checkpoint
     (parse_and_validate_args runs it before validate_args) is not the command line's to tell
     (mlm_releases.FROM_CHECKPOINT, for the stated release)."""
-    # Lazy: mlm_args imports this module.
-    from moe_lint.config.mlm_args import flag_table
-
     dests = run.args.from_checkpoint
     if not dests:
         return
@@ -430,7 +353,13 @@ def _linear_bias(run: _Run) -> None:
 
 def _activation(run: _Run) -> None:
     """--swiglu (silu, gated), --squared-relu, --quick-geglu (quick_gelu, gated): the
-    activation core_transformer_config_from_args passes."""
+    activation core_transformer_config_from_args passes (unknown while --swiglu or
+    --squared-relu is: a checkpoint's with --use-checkpoint-args)."""
+    if UNKNOWN in (run.arg("swiglu"), run.arg("squared_relu")):
+        run.put("model.activation_func", UNKNOWN, "the activation flags are not known")
+        if run.arg("quick_geglu") is True:
+            run.put("model.gated_linear_unit", True, f"--quick-geglu -> gated ({FROM_ARGS})")
+        return
     if run.arg("swiglu") is True:
         run.put("model.activation_func", SILU, f"--swiglu -> F.silu, gated ({FROM_ARGS})")
     if run.arg("squared_relu") is True:

@@ -19,6 +19,7 @@ read as UNSET: the command line does not decide them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
@@ -146,6 +147,19 @@ def from_checkpoint(release: str | None, condition: dict[str, bool]) -> dict[str
             continue
         out[dest] = out.get(dest, False) or force
     return out
+
+
+def _layout_stages(layout: str) -> int:
+    """The PP·VPP stages of a layout string as validate_args counts them
+    (megatron/core/transformer/pipeline_parallel_layer_layout.py::
+    PipelineParallelLayerLayout.parse_str_to_list); the layout itself is checked later, by
+    TransformerConfig (PP005-PP007)."""
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda m: m.group(1) * min(int(m.group(2)[:6]), 100_000), text)
+        if len(text) > 10_000_000:
+            break
+    return text.count("|") + 1
 
 
 def releases() -> list[str]:
@@ -278,6 +292,78 @@ class MlmArgs:
             return UNSET
         default = self.defaults[dest][1]
         return UNSET if isinstance(default, str) and "(" in default else default
+
+    def value(self, dest: str) -> Any:
+        """:meth:`__getitem__`, but None for a dest the release does not define (an argument
+        that does not exist there is never set)."""
+        return self[dest] if dest in self.defaults or dest in self.given else None
+
+    def virtual_pipeline_size(self) -> Any:
+        """The virtual pipeline size validate_args sets (core_v0.14.0 .. core_v0.19.0 and
+        main): an int > 1, None for no interleaving (it turns 1 into None), or UNSET where an
+        argument it needs is not told or an assert of that block stops the run first (MLM005
+        reports those).
+
+        In validate_args' order: a hybrid layer pattern's pipe segments / PP (when more than
+        PP); a ``--pipeline-model-parallel-layout``'s stages / PP
+        (PipelineParallelLayerLayout.get_num_stages_from_str: the layout with ``(...)*n`` and
+        ``x*n`` unrolled and commas dropped, split at ``|``); ``--num-virtual-stages-per-
+        pipeline-rank``; ``--num-layers-per-virtual-pipeline-stage`` as (layers [+1 per
+        account_for_*] / PP) / that; else None.
+        """
+        get = self.value
+
+        def count(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        pattern = get("hybrid_layer_pattern")
+        if pattern is None:
+            pattern = get("hybrid_override_pattern")
+        pp = count(get("pipeline_model_parallel_size"))
+        if pattern is UNSET or pp is None or pp < 1:
+            return UNSET
+        if isinstance(pattern, str):
+            segments = pattern.split("/")[0].count("|") + 1
+            if segments == 1 and pp > 1:
+                return None
+            if segments % pp:
+                return UNSET
+            return segments // pp if segments > pp else None
+        layout = get("pipeline_model_parallel_layout")
+        per_layer = get("num_layers_per_virtual_pipeline_stage")
+        per_rank = get("num_virtual_stages_per_pipeline_rank")
+        if UNSET in (layout, per_layer, per_rank):
+            return UNSET
+        if layout is not None:
+            stages = _layout_stages(str(layout))
+            if stages % pp:
+                return UNSET
+            vpp: int | None = stages // pp
+        elif per_rank is not None:
+            vpp = count(per_rank)
+            if vpp is None:
+                return UNSET
+        elif per_layer is not None:
+            layers = get("num_layers")
+            if layers is None:
+                layers = get("decoder_num_layers")
+            extra = [get("account_for_embedding_in_pipeline_split"),
+                     get("account_for_loss_in_pipeline_split")]  # fmt: skip
+            n = count(per_layer)
+            if (
+                count(layers) is None
+                or n is None
+                or n < 1
+                or not all(isinstance(e, bool) for e in extra)
+            ):
+                return UNSET
+            total = layers + sum(1 for e in extra if e)
+            if total % pp or (total // pp) % n:
+                return UNSET
+            vpp = total // pp // n
+        else:
+            return None
+        return None if vpp == 1 else vpp
 
     def flag(self, dest: str) -> Any:
         """The MlmFlag that set ``dest`` (None when it keeps its default)."""

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from moe_lint.config.mlm_defaults import derived_vpp
 from moe_lint.config.mlm_releases import (
     UNSET,
     MlmArgs,
@@ -283,7 +282,7 @@ def _opg_step(args: MlmArgs) -> Iterator[Violation | None]:
             why="--overlap-param-gather is not given",
             reads=("overlap_param_gather",),
         )
-    vpp = derived_vpp(lambda dest: args[dest])
+    vpp = args.virtual_pipeline_size()
     if vpp is None:
         yield _fail(
             args,
@@ -315,7 +314,7 @@ _VPP_ARGS = (
 
 
 def _vpp_why(args: MlmArgs) -> str:
-    """Why validate_args leaves the virtual pipeline size None (mlm_defaults.derived_vpp)."""
+    """Why validate_args leaves the virtual pipeline size None (MlmArgs.virtual_pipeline_size)."""
     if args.has("num_virtual_stages_per_pipeline_rank"):
         return "--num-virtual-stages-per-pipeline-rank 1"
     if args.has("pipeline_model_parallel_layout"):
