@@ -224,6 +224,7 @@ _BAD = (
     "--num-layers 30\n--pipeline-model-parallel-size 4\n--num-layers-per-virtual-pipeline-stage 2",
     "--num-layers 36\n--pipeline-model-parallel-size 4\n--num-layers-per-virtual-pipeline-stage 2",
     "--seq-length 8192\n--max-position-embeddings 4096",
+    "--seq-length 512\n--decoder-seq-length 8192\n--max-position-embeddings 4096",
     "--overlap-param-gather\n--fp8-param-gather",
     "--multi-latent-attention\n--group-query-attention\n--mla-down-proj-fusion",
     "--mla-down-proj-fusion\n--moe-latent-size 0",
@@ -244,6 +245,25 @@ def test_messages_are_quoted_from_the_source(argv: str, release: str) -> None:
                         r"seq_length \(\d+\)\.", problem):  # fmt: skip
             # the f-string of the assert, with the values filled in
             assert 'must be greater than " \\\n' in source and "or equal to seq_length" in source
+            continue
+        if problem.startswith("assert "):
+            # a bare assert (no message): its statement, then what it raises
+            statement = problem.split(" (an AssertionError")[0]
+            assert statement in source and problem.endswith("(an AssertionError with no message)")
+            continue
+        head, sep, values = problem.partition("--pipeline-model-parallel-layout. ")
+        if sep:
+            # the adjacent literals of the assert's message, then its f"{args.x=}" values
+            literals = ("'No more than one of the following arguments can be set at the same "
+                        "time: '\n        '--num-layers-per-virtual-pipeline-stage, "
+                        "--num-virtual-stages-per-pipeline-rank,'\n        "
+                        "'--pipeline-model-parallel-layout. '")  # fmt: skip
+            assert literals in source and head + sep == "".join(re.findall(r"'([^']*)'", literals))
+            names = re.findall(r"args\.(\w+)=", values)
+            assert names == ["num_layers_per_virtual_pipeline_stage",
+                             "num_virtual_stages_per_pipeline_rank",
+                             "pipeline_model_parallel_layout"]  # fmt: skip
+            assert all(f"f'{{args.{n}=}}" in source for n in names) and values.endswith(".")
             continue
         assert f"'{problem}" in source or f'"{problem}' in source, problem
 
@@ -274,19 +294,43 @@ def test_overlap_param_gather_with_optimizer_step_prerequisites() -> None:
     ]
     one_stage = _ctx(_OPG_OK.replace("rank 2", "rank 1"))
     assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, one_stage)) == 1
-    # A layout decides the virtual size where it is parsed: not re-derived, so silent.
-    layout = _ctx(
-        _OPG_OK.replace(
-            "--num-virtual-stages-per-pipeline-rank 2",
-            "--pipeline-model-parallel-layout Et*4|t*4|t*4|t*4L",
+    # A release without --hybrid-layer-pattern (0.16) has no hybrid pattern: still derived.
+    old = _ctx(_OPG_OK.replace("rank 2", "rank 1"), megatron_core="0.16.1")
+    assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, old)) == 1
+
+    # validate_args derives the virtual size from a layout (stages / PP, 1 -> None) and from
+    # --num-layers-per-virtual-pipeline-stage ((layers / PP) / that).
+    def vpp_from(flags: str) -> list[str]:
+        return _problems(
+            mlm.overlap_param_gather_with_optimizer_step,
+            _ctx(_OPG_OK.replace("--num-virtual-stages-per-pipeline-rank 2", flags)),
         )
+
+    interleaved = "interleaved pipeline parallelism"
+    assert vpp_from("--pipeline-model-parallel-layout Et*2|t*2|t*2|t*2|t*2|t*2|t*2|t*2L") == []
+    assert interleaved in vpp_from("--pipeline-model-parallel-layout Et*4|t*4|t*4|t*4L")[0]
+    assert vpp_from("--num-layers 16\n--num-layers-per-virtual-pipeline-stage 2") == []
+    one = vpp_from("--num-layers 16\n--num-layers-per-virtual-pipeline-stage 4")
+    assert len(one) == 1 and interleaved in one[0]
+    # Layers that do not split evenly stop validate_args earlier (MLM005): not reported here.
+    assert vpp_from("--num-layers 15\n--num-layers-per-virtual-pipeline-stage 4") == []
+
+
+def test_checkpoint_args_leave_the_other_flags_checked() -> None:
+    """--use-checkpoint-args: validate_args still checks what load_args_from_checkpoint does
+    not set (the optimizer flags); the parallel sizes it sets with
+    --use-mp-args-from-checkpoint-args are not the command line's to tell."""
+    ctx = _ctx(_OPG_OK.replace("--overlap-param-gather\n", "") + "--use-checkpoint-args\n")
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, ctx) == [
+        "Must use --overlap-param-gather-with-optimizer-step with --overlap-param-gather"
+    ]
+    mp = _ctx(_OPG_OK.replace("rank 2", "rank 1") + "--use-checkpoint-args\n")
+    assert len(_problems(mlm.overlap_param_gather_with_optimizer_step, mp)) == 1
+    mp = _ctx(
+        _OPG_OK.replace("rank 2", "rank 1")
+        + "--use-checkpoint-args\n--use-mp-args-from-checkpoint-args\n"
     )
-    assert _problems(mlm.overlap_param_gather_with_optimizer_step, layout) == []
-
-
-def test_checkpoint_args_replace_the_command_line() -> None:
-    ctx = _ctx("--overlap-param-gather-with-optimizer-step\n--use-checkpoint-args")
-    assert _problems(mlm.overlap_param_gather_with_optimizer_step, ctx) == []
+    assert _problems(mlm.overlap_param_gather_with_optimizer_step, mp) == []
 
 
 # -- MLM004 qk_clip ------------------------------------------------------------------------------
@@ -314,7 +358,11 @@ def test_virtual_pipeline_arguments() -> None:
     check = mlm.virtual_pipeline_args
     two = _ctx("--num-layers-per-virtual-pipeline-stage 2\n--pipeline-model-parallel-layout Et|tL")
     assert _problems(check, two) == [
-        "No more than one of the following arguments can be set at the same time"
+        "No more than one of the following arguments can be set at the same time: "
+        "--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,"
+        "--pipeline-model-parallel-layout. args.num_layers_per_virtual_pipeline_stage=2, "
+        "args.num_virtual_stages_per_pipeline_rank=None, "
+        "args.pipeline_model_parallel_layout='Et|tL'."
     ]
     assert [v.at for v in check(two)] == [(2, 3)]
     ok = (
@@ -343,6 +391,14 @@ def test_max_position_embeddings() -> None:
     ]
     assert _problems(check, _ctx("--seq-length 4096\n--max-position-embeddings 4096")) == []
     assert _problems(check, _ctx("--seq-length 8192\n--max-position-embeddings $MPE")) == []
+    # `if args.decoder_seq_length is not None: assert args.max_position_embeddings >= ...`
+    decoder = _ctx("--seq-length 512\n--decoder-seq-length 8192\n--max-position-embeddings 4096")
+    assert _problems(check, decoder) == [
+        "assert args.max_position_embeddings >= args.decoder_seq_length (an AssertionError "
+        "with no message)"
+    ]
+    fits = _ctx("--seq-length 512\n--decoder-seq-length 128\n--max-position-embeddings 512")
+    assert _problems(check, fits) == []
 
 
 def test_overlap_param_gather_message_follows_the_release() -> None:

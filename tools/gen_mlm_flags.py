@@ -67,15 +67,25 @@ RENAMES: dict[str, list[str]] = {
     "fp4_param_gather": ["model.fp4_param"],
     "overlap_p2p_comm": ["model.overlap_p2p_comm", "!model.batch_p2p_comm"],
     "no_persist_layer_norm": ["!model.persist_layer_norm"],
-    # pretrain_gpt.py::core_gpt_dataset_config_from_args (create_attention_mask=),
-    # training.py::get_megatron_ddp_config (average_in_collective=) and
-    # argument_utils.py (rerunsm_kwargs["check_for_nan_in_loss"]) rename these.
+    # megatron/training/training.py::get_megatron_ddp_config fills DistributedDataParallelConfig
+    # from these args under other names (core_v0.19.0 and main).
+    "accumulate_allreduce_grads_in_fp32": ["ddp.grad_reduce_in_fp32"],
+    "ddp_num_buckets": ["ddp.num_buckets"],
+    "ddp_bucket_size": ["ddp.bucket_size"],
+    "ddp_pad_buckets_for_high_nccl_busbw": ["ddp.pad_buckets_for_high_nccl_busbw"],
+    "ddp_reduce_scatter_with_fp32_accumulation": ["ddp.reduce_scatter_with_fp32_accumulation"],
+    "ddp_average_in_collective": ["ddp.average_in_collective"],
+    # ... and check_for_nan_in_grad, as megatron/training/argument_utils.py (the rerun state
+    # machine's kwargs) fills RerunStateMachineConfig.check_for_nan_in_loss.
+    "check_for_nan_in_loss_and_grad": [
+        "ddp.check_for_nan_in_grad",
+        "rerun_state_machine.check_for_nan_in_loss",
+    ],
+    # pretrain_gpt.py::core_gpt_dataset_config_from_args: GPTDatasetConfig.create_attention_mask.
     "create_attention_mask_in_dataloader": [
         "model.create_attention_mask_in_dataloader",
         "dataset.create_attention_mask",
     ],
-    "ddp_average_in_collective": ["ddp.average_in_collective"],
-    "check_for_nan_in_loss_and_grad": ["rerun_state_machine.check_for_nan_in_loss"],
 }
 #: Sections a dest is looked up in (a field of the same name), in order.
 SECTIONS = ("model", "train", "optimizer", "ddp", "dataset", "checkpoint", "scheduler", "dist",

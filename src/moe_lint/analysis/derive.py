@@ -190,6 +190,10 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
         else:
             f.miss(name, f"{dotted} is not set (the recipe decides)")
 
+    if _mlm_gbs_unset(cfg, f):
+        mbs, dp = f.values["mbs"].value, f.values["dp"].value
+        f.put("gbs", mbs * dp, f"GBS unset -> MBS·DP = {mbs}·{dp} = {mbs * dp} (Megatron-LM "
+              "megatron/training/arguments.py::validate_args)")  # fmt: skip
     if all(k in f.values for k in ("gbs", "mbs", "dp")):
         gbs, mbs, dp = f.values["gbs"].value, f.values["mbs"].value, f.values["dp"].value
         if gbs % (mbs * dp) == 0 and gbs >= mbs * dp:
@@ -244,6 +248,20 @@ def derive(cfg: Config, cluster: Cluster) -> Facts:
     else:
         f.put("te_version", str(te), f"transformer-engine {te}")
     return f
+
+
+def _mlm_gbs_unset(cfg: Config, f: Facts) -> bool:
+    """A Megatron-LM run without --global-batch-size: validate_args makes it MBS·DP (a batch
+    schedule, --step-batch-size-schedule or --rampup-batch-size, decides the batch instead)."""
+    if "gbs" in f.values or "mbs" not in f.values or "dp" not in f.values:
+        return False
+    # Lazy: Megatron-LM's derivations only for Megatron-LM input.
+    from moe_lint.config.mlm_defaults import left_unset
+
+    return left_unset(cfg, "train.global_batch_size") and all(
+        left_unset(cfg, f"train.{name}")
+        for name in ("step_batch_size_schedule", "rampup_batch_size")
+    )
 
 
 def _derive_cluster(f: Facts, cluster: Cluster) -> None:

@@ -81,6 +81,10 @@ class Document:
     launch: Any = None
     #: Where the launcher's world came from (mlm_args: flags, lines, shell defaults).
     launcher_source: str = ""
+    #: What the run does: "training", or "inference" for a Megatron-LM inference entry script
+    #: or a functional test with ``MODE: inference`` (config/mlm_args.py). Rules limited by
+    #: ``modes`` (engine/catalogue.py) run only in theirs.
+    run_mode: str = "training"
 
     @property
     def lines(self) -> list[str]:
@@ -531,6 +535,8 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     if not isinstance(node, yaml.MappingNode):
         return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
     if any(isinstance(k, yaml.ScalarNode) and k.value == "MODEL_ARGS" for k, _ in node.value):
+        if mlm_args.is_nemo_model_args(node):
+            return _skipped(path, text, had_bom, mlm_args.SKIP_NEMO)
         return mlm_document(mlm_args.parse_model_args(text, path, node, had_bom))
     builder = _Builder()
     try:
@@ -558,7 +564,7 @@ def mlm_document(result: Any) -> Document:
         path=result.path, text=result.text, data=result.data, spans=SpanMap(result.spans),
         had_bom=result.had_bom, skip=result.skip, form=result.form, mlm_flags=result.flags,
         mlm_defaults=result.defaults, mlm_unknown=result.unknown, mlm_notes=result.notes,
-        launcher=result.launcher, launcher_source=result.launcher_source,
+        launcher=result.launcher, launcher_source=result.launcher_source, run_mode=result.mode,
     )  # fmt: skip
 
 

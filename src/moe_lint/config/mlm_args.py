@@ -34,6 +34,7 @@ import yaml
 
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
+from moe_lint.config.mlm_releases import UNSET, MlmArgs, releases
 from moe_lint.config.positions import Pos, Span
 from moe_lint.config.shell import UNKNOWN_AT, ShellReader, _PStr, reset_budget
 from moe_lint.errors import InputError
@@ -437,6 +438,41 @@ class MlmResult:
     form: str = FORM
     #: Where the launcher's world came from (the flags, the lines, shell defaults).
     launcher_source: str = ""
+    #: "training" or "inference": what the run does (see run_mode_of), which decides the rules
+    #: that apply (a rule's ``modes``).
+    mode: str = "training"
+
+
+#: Entry scripts that run inference: no optimizer, no backward, the model in eval mode
+#: (examples/inference/**, tools/run_*text_generation*.py, *_inference*.py, generate*.py, ...).
+_INFERENCE_SCRIPT = re.compile(
+    r"(?:^|[/\s'\"=])(?:examples/inference/\S*|[\w-]*(?:inference|text_generation|generat)[\w-]*)"
+    r"\.py\b"
+)
+_PY_WORD = re.compile(r"[^\s'\"=;|&]+\.py\b")
+
+
+_MODULE = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
+
+
+def run_mode_of(script: str) -> str:
+    """The run mode an entry script (or ``-m`` module) implies: "inference" for an inference
+    or text-generation entry point, "training" for any other (pretrain_*.py, train_rl.py)."""
+    if ".py" not in script and re.fullmatch(r"[A-Za-z_][\w.]*", script):
+        script = script.replace(".", "/") + ".py"  # examples.inference.x -> examples/inference/x.py
+    return "inference" if _INFERENCE_SCRIPT.search(script) else "training"
+
+
+def _script_mode(text: str, command: _PStr | None) -> str:
+    """The launch script's run mode: from its command's entry script, else (no command found)
+    from the ``*.py`` and ``-m module`` words of its lines when all are inference entry points."""
+    if command is not None:
+        return run_mode_of(command.text)
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    words = [w for line in lines for w in _PY_WORD.findall(line) + _MODULE.findall(line)]
+    if words and all(run_mode_of(w) == "inference" for w in words):
+        return "inference"
+    return "training"
 
 
 def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | None,
@@ -482,16 +518,15 @@ def build(text: str, pairs: list[tuple[_PStr, _PStr | None]], command: _PStr | N
             continue
         else:
             typed = _typed(entry, value.text)
-        if entry["dest"] == "group_query_attention":
-            given["_gqa"] = (True, span, False)
-        if entry["dest"] == "num_layers_per_virtual_pipeline_stage":
-            given["_vpp_layers"] = (typed, span, value is not None and value.unresolved)
         for path in entry.get("paths", ()):
             negate = path.startswith("!")
             path = path.lstrip("!")
             v = (not typed) if negate and isinstance(typed, bool) else typed
             given[path] = (v, span, value is not None and value.unresolved)
-    _derive_vpp(given)
+    args = MlmArgs(releases()[-1], flags)
+    _derive_vpp(given, args)
+    if args["group_query_attention"] is False:
+        given["_no_gqa"] = (True, None, False)
     for path, (v, span, unresolved) in given.items():
         if path.startswith("_"):
             continue
@@ -538,8 +573,8 @@ def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span
 
     for key in ("moe_router_load_balancing_type", "moe_aux_loss_coeff", "cp_comm_type"):
         unlist(key)
-    if "_gqa" not in given and "num_query_groups" in model:
-        model.pop("num_query_groups")
+    if "_no_gqa" in given:  # mlm_defaults then makes it the head count, as __post_init__ does
+        model.pop("num_query_groups", None)
         spans.pop(("model", "num_query_groups"), None)
         defaults["model.num_query_groups"] = None
     if model.get("rope_type") is None:
@@ -548,25 +583,26 @@ def _as_megatron_lm_does(data: dict[str, Any], spans: dict[tuple[str, ...], Span
         data["model"] = model
 
 
-def _derive_vpp(given: dict[str, Any]) -> None:
-    """``--num-layers-per-virtual-pipeline-stage``: the virtual stages per rank, as
-    megatron/training/arguments.py::validate_args derives them (1 -> None)."""
-    per = given.pop("_vpp_layers", None)
-    if per is None or "model.virtual_pipeline_model_parallel_size" in given:
+#: What validate_args derives the virtual pipeline size from (MlmArgs.virtual_pipeline_size).
+_VPP_SOURCES = (
+    "hybrid_layer_pattern",
+    "hybrid_override_pattern",
+    "pipeline_model_parallel_layout",
+    "num_virtual_stages_per_pipeline_rank",
+    "num_layers_per_virtual_pipeline_stage",
+)
+
+
+def _derive_vpp(given: dict[str, Any], args: MlmArgs) -> None:
+    """``model.virtual_pipeline_model_parallel_size`` as validate_args derives it from the
+    arguments that give it (1 -> None), pointing at the flag that gives it; unknown when they
+    do not tell it."""
+    source = next((f for d in _VPP_SOURCES if (f := args.flag(d)) is not None), None)
+    if source is None:
         return
-    layers = given.get("model.num_layers", (None,))[0]
-    pp = given.get("model.pipeline_model_parallel_size", (1,))[0]
-    n, span, unresolved = per
-    if not all(isinstance(x, int) and x > 0 for x in (layers, pp, n)):
-        return
-    layers += sum(1 for p in ("model.account_for_embedding_in_pipeline_split",
-                              "model.account_for_loss_in_pipeline_split")
-                  if given.get(p, (False,))[0] is True)  # fmt: skip
-    if layers % pp or (layers // pp) % n:
-        return
-    vpp = (layers // pp) // n
-    given["model.virtual_pipeline_model_parallel_size"] = (None if vpp == 1 else vpp, span,
-                                                            unresolved)  # fmt: skip
+    vpp = args.virtual_pipeline_size()
+    path = "model.virtual_pipeline_model_parallel_size"
+    given[path] = (None if vpp is UNSET else vpp, source.span, vpp is UNSET)
 
 
 def _literal_at(text: str, flag: _PStr, value: _PStr) -> bool:
@@ -603,6 +639,7 @@ def parse_script(text: str, path: str, had_bom: bool = False) -> MlmResult:
         result.defaults = {}
     if result.flags:
         _add_env(text, result, {k: (v.text, v) for k, v in parsed.env.items()})
+    result.mode = _script_mode(text, parsed.command)
     return to_document(path, text, result, had_bom)
 
 
@@ -648,6 +685,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     command line the test harness runs (config/model_args.py): merge keys resolved, ``true``
     the flag alone, ``[a b]`` the words ``a b``, ``${DATA_PATH}`` a value the harness fills in.
     A checkpoint-consistency test's MODEL_ENV_VARS give run 1's GPUs per node."""
+    mode = None  # the harness's MODE: (pretraining, inference, rl, ...)
     env: dict[str, tuple[Any, _PStr | None]] = {}
     for key, value in node.value:
         if (
@@ -668,6 +706,9 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     if key is not None:
         start = key.start_mark.index
         anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
+    for key_node, value in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == "MODE":
+            mode = value.value if isinstance(value, yaml.ScalarNode) else None
     if isinstance(args, yaml.ScalarNode) and args.tag.endswith(":null"):
         return to_document(path, text, build(text, [], anchor, [], {}), had_bom,
                            "MODEL_ARGS holds no Megatron-LM arguments")  # fmt: skip
@@ -689,6 +730,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     result.launcher_source = source
     if result.flags:
         _add_env(text, result, env)
+    result.mode = "inference" if mode == "inference" else "training"  # rl trains (train_rl.py)
     return to_document(path, text, result, had_bom, "MODEL_ARGS holds no Megatron-LM arguments")
 
 
@@ -715,6 +757,30 @@ def looks_like_script(text: str, path: str) -> bool:
     shellish = re.search(r"^\s*(?:export\s+)?[A-Za-z_]\w*=|\\\s*$|\b(torchrun|python3?|srun)\b",
                          head, re.M)  # fmt: skip
     return bool(shellish) and len(_YAML_KEY.findall(head)) * 4 < flags
+
+
+#: Why a NeMo 2 functional test is skipped (tests/functional_tests/shell_test_utils/
+#: _run_training.sh passes its MODEL_ARGS, with IS_NEMO_TEST=true, as ``key=value`` overrides
+#: to a NeMo training script: they are NeMo-Run recipe overrides, not Megatron-LM flags, and the
+#: recipe they override is not in the file).
+SKIP_NEMO = (
+    "a NeMo 2 functional test: its MODEL_ARGS are NeMo recipe overrides (trainer.strategy.*, "
+    "model.config.*), not Megatron-LM flags, and the recipe they change is not in the file"
+)
+
+
+def is_nemo_model_args(node: Any) -> bool:
+    """A ``MODEL_ARGS:`` mapping of dotted ``section.key`` overrides and no ``--flag``: the
+    NeMo 2 tests' form (``trainer.strategy.tensor_model_parallel_size: 2``)."""
+    args = next((v for k, v in getattr(node, "value", ()) if isinstance(k, yaml.ScalarNode)
+                 and k.value == "MODEL_ARGS"), None)  # fmt: skip
+    if not isinstance(args, yaml.MappingNode) or not args.value:
+        return False
+    keys = [k.value for k, _ in args.value if isinstance(k, yaml.ScalarNode)]
+    return bool(keys) and all(
+        not key.startswith("-") and re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", key)
+        for key in keys
+    )
 
 
 def is_model_args(data: Any) -> bool:

@@ -84,6 +84,8 @@ class Config:
     preset: str | None = None
     #: Framework versions the user stated (package key -> version; absent = newest release).
     versions: dict[str, Version] = field(default_factory=dict)
+    #: "training" or "inference" (Document.run_mode): a rule with ``modes`` runs only in those.
+    mode: str = "training"
 
     def value(self, dotted: str) -> Any:
         """The one accessor: the value Bridge would run with, or ``UNKNOWN``.
@@ -298,7 +300,13 @@ def normalize(
     # Overrides edit the tree; copy it only then (the document keeps the file's own values).
     raw = copy.deepcopy(raw_root) if overrides else raw_root
     cfg = Config(
-        doc=doc, root=root, form=form, raw=raw, preset=preset_name, versions=dict(versions or {})
+        doc=doc,
+        root=root,
+        form=form,
+        raw=raw,
+        preset=preset_name,
+        versions=dict(versions or {}),
+        mode=doc.run_mode,
     )
     overrides = overrides or []
     deleted: set[str] = set()
@@ -411,6 +419,10 @@ def _megatron_lm_defaults(cfg: Config, doc: Document, override_paths: set[str]) 
             cfg.values.pop(dotted, None)
             cfg.unknown.add(dotted)
             cfg.notes[dotted] = "the script's value is not resolved (a variable it does not set)"
+    # Lazy: Megatron-LM's derivations only for Megatron-LM input.
+    from moe_lint.config import mlm_defaults
+
+    mlm_defaults.apply(cfg, doc)
     v = cfg.values
     tp = v.get("model.tensor_model_parallel_size")
     # megatron/training/arguments.py::validate_args (core 0.19.2): ETP defaults to TP, and

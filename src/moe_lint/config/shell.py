@@ -1100,14 +1100,13 @@ class ShellReader:
             self._dead -= 1
             return stop, reached
         if decision is True and reached is True and not chain:
-            stop: str | None = None
+            ended: list[str | None] = [None]
 
             def read() -> None:
-                nonlocal stop
-                stop = self._list(stops)
+                ended[0] = self._list(stops)
 
             self._taken(read)
-            return stop, False
+            return ended[0], False
         saved = self._fork()
         self._undecided += 1
         stop = self._list(stops)

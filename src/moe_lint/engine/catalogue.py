@@ -44,12 +44,18 @@ _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
-    "derivation", "fix", "source", "stage", "docs", "covers", "versions", "applies_to",
+    "derivation", "fix", "source", "stage", "docs", "covers", "versions", "applies_to", "modes",
 }  # fmt: skip
 #: The inputs a rule may be limited to (``applies_to``): Bridge configs (YAML dumps and
 #: overrides) or Megatron-LM arguments (scripts, MODEL_ARGS files, argument lists). A check
 #: only Bridge makes (ConfigContainer.validate, a provider) does not run for Megatron-LM input.
 INPUT_KINDS = ("bridge", "megatron-lm")
+#: What a run does, which a rule may be limited to (``modes``): ``training`` (the optimizer,
+#: gradients, the training loop, its batches and memory) or ``inference`` (a Megatron-LM
+#: inference entry script or ``MODE: inference`` functional test: the model is built and run
+#: forward in eval mode, with no optimizer). Config-class ``__post_init__`` asserts,
+#: validate_args asserts, process groups and module construction run in both.
+RUN_MODES = ("training", "inference")
 #: When the framework check an error rule anticipates raises (applying the command-line
 #: overrides, before any config is built, is ``startup``; Bridge's ConfigContainer.validate
 #: and MCore's __post_init__ are ``config``; parallel_state.initialize_model_parallel is
@@ -112,6 +118,8 @@ class Rule(NamedTuple):
     late_lets: tuple[tuple[str, Compiled], ...] = ()
     #: The inputs it applies to (INPUT_KINDS); empty: every input.
     applies_to: tuple[str, ...] = ()
+    #: The run modes it applies to (RUN_MODES); empty: every mode.
+    modes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -300,6 +308,13 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
     applies_to = entry.get("applies_to") or []
     if not isinstance(applies_to, list) or set(applies_to) - set(INPUT_KINDS):
         raise RulePackError(f"{where}: 'applies_to' must be a list of {list(INPUT_KINDS)}")
+    modes = entry.get("modes", [])
+    if (
+        not isinstance(modes, list)
+        or ("modes" in entry and not modes)
+        or not all(isinstance(m, str) and m in RUN_MODES for m in modes)
+    ):
+        raise RulePackError(f"{where}: 'modes' must be a non-empty list of {list(RUN_MODES)}")
     stage = entry.get("stage")
     if stage is not None and stage not in STAGES:
         raise RulePackError(f"{where}: stage must be one of {STAGES}")
@@ -326,6 +341,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         when_lets=_needed_lets(lets, compiled_when),
         late_lets=tuple(item for item in lets if item not in _needed_lets(lets, compiled_when)),
         applies_to=tuple(applies_to),
+        modes=tuple(modes),
     )
 
 

@@ -331,6 +331,8 @@ def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list
             continue
         if rule.applies_to and kind not in rule.applies_to:
             continue
+        if rule.modes and getattr(ctx.config, "mode", "training") not in rule.modes:
+            continue
         findings.extend(run_rule(rule, ctx, ev, catalogue))
     return findings
 

@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 
 FORM = "megatron-lm"
 
-#: Flags after which validate_args does not see the command line's values: the arguments come
-#: from a checkpoint (``parse_and_validate_args`` loads them before validating) or a YAML file
-#: (``validate_yaml`` runs instead of ``validate_args``).
-_REPLACED_BY = ("use_checkpoint_args", "yaml_cfg")
+#: Flags after which validate_args does not see the command line's values: a YAML file
+#: (``validate_yaml`` runs instead of ``validate_args``). With ``--use-checkpoint-args`` it still
+#: runs, on the arguments load_args_from_checkpoint leaves (MlmArgs reads the ones it takes from
+#: the checkpoint as UNSET, so a check that needs them stays silent).
+_REPLACED_BY = ("yaml_cfg",)
 
 
 def _flags(ctx: Context) -> list[Any]:
@@ -71,13 +72,22 @@ def _at(flag: Any) -> tuple[int, int] | None:
     return None
 
 
+_MODEL_ARGS = re.compile(r"^MODEL_ARGS\s*:", re.M)
+
+
 def _args(ctx: Context) -> MlmArgs | None:
     """The validated arguments, or None when validate_args will not see these flags."""
     flags = _flags(ctx)
     release = _release(ctx) if flags else None
     if release is None:
         return None
-    args = MlmArgs(release, flags, incomplete=bool(getattr(ctx.config.doc, "mlm_notes", None)))
+    doc = ctx.config.doc
+    # A MODEL_ARGS file names every flag as a key (a ${...} value is only that flag's value
+    # unknown); a script's unexpanded words may hold flags.
+    hidden = bool(getattr(doc, "mlm_notes", None)) and not _MODEL_ARGS.search(
+        str(getattr(doc, "text", "") or "")
+    )
+    args = MlmArgs(release, flags, incomplete=hidden)
     if any(args[dest] not in (False, None) for dest in _REPLACED_BY):
         return None
     return args
@@ -272,15 +282,15 @@ def _opg_step(args: MlmArgs) -> Iterator[Violation | None]:
             why="--overlap-param-gather is not given",
             reads=("overlap_param_gather",),
         )
-    vpp = _vpp(args)
-    if vpp is not None and vpp <= 1:
+    vpp = args.virtual_pipeline_size()
+    if vpp is None:
         yield _fail(
             args,
             at,
             "--overlap-param-gather-with-optimizer-step only supported with "
             "interleaved pipeline parallelism",
             why=_vpp_why(args),
-            reads=("num_virtual_stages_per_pipeline_rank",),
+            reads=_VPP_ARGS,
         )
     fmt = args["ckpt_format"]
     if isinstance(fmt, str) and fmt != "torch":
@@ -303,25 +313,20 @@ _VPP_ARGS = (
 )
 
 
-def _vpp(args: MlmArgs) -> int | None:
-    """The virtual pipeline size validate_args derives (1 for none), None when not known.
-
-    validate_args sets it from --pipeline-model-parallel-layout, --num-virtual-stages-per-
-    pipeline-rank or --num-layers-per-virtual-pipeline-stage and to None otherwise (a hybrid
-    layer pattern derives it from its pipe segments: not re-derived here).
-    """
-    if _given(args["hybrid_layer_pattern"]) or _given(args["pipeline_model_parallel_layout"]):
-        return None
-    if args.has("num_virtual_stages_per_pipeline_rank"):
-        return _int(args["num_virtual_stages_per_pipeline_rank"])
-    if args.has("num_layers_per_virtual_pipeline_stage"):
-        return None
-    return 1
-
-
 def _vpp_why(args: MlmArgs) -> str:
+    """Why validate_args leaves the virtual pipeline size None (MlmArgs.virtual_pipeline_size)."""
     if args.has("num_virtual_stages_per_pipeline_rank"):
         return "--num-virtual-stages-per-pipeline-rank 1"
+    if args.has("pipeline_model_parallel_layout"):
+        return "--pipeline-model-parallel-layout has as many stages as PP (one virtual stage)"
+    if args.has("num_layers_per_virtual_pipeline_stage"):
+        per = args["num_layers_per_virtual_pipeline_stage"]
+        return (
+            f"--num-layers-per-virtual-pipeline-stage {per} is all the layers of a pipeline "
+            "stage (one virtual stage)"
+        )
+    if _given(args["hybrid_layer_pattern"]) or _given(args["hybrid_override_pattern"]):
+        return "the hybrid layer pattern has no more pipe segments than PP"
     return (
         "no --num-virtual-stages-per-pipeline-rank, --num-layers-per-virtual-pipeline-stage or "
         "--pipeline-model-parallel-layout"
@@ -384,10 +389,13 @@ def virtual_pipeline_args(ctx: Context) -> Iterator[Violation]:
 def _virtual_pipeline_args(args: MlmArgs) -> Iterator[Violation | None]:
     given = [d for d in _VPP_ARGS if _given(args[d]) or (args.has(d) and args[d] is not None)]
     if len(given) > 1:
+        values = ", ".join(f"args.{d}={_shown_arg(args, d)}" for d in _VPP_ARGS)
         yield _fail(
             args,
             given[1],
-            "No more than one of the following arguments can be set at the same time",
+            "No more than one of the following arguments can be set at the same time: "
+            "--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,"
+            f"--pipeline-model-parallel-layout. {values}.",
             why=", ".join("--" + d.replace("_", "-") for d in given),
         )
         return
@@ -439,6 +447,16 @@ def _virtual_pipeline_args(args: MlmArgs) -> Iterator[Violation | None]:
         )
 
 
+def _shown_arg(args: MlmArgs, dest: str) -> str:
+    """``dest`` as validate_args' ``f"{args.x=}"`` shows it (repr), or as written when the
+    flag list cannot tell its value."""
+    value = args[dest]
+    if value is UNSET:
+        flag = args.flag(dest)
+        return str(flag.value) if flag is not None and flag.value is not None else "?"
+    return repr(value)
+
+
 def max_position_embeddings(ctx: Context) -> Iterator[Violation]:
     """``assert args.max_position_embeddings >= args.seq_length`` in validate_args."""
     args = _args(ctx)
@@ -450,14 +468,25 @@ def max_position_embeddings(ctx: Context) -> Iterator[Violation]:
         return
     mpe = _int(args["max_position_embeddings"])
     seq = _int(args["seq_length"]) if args.has("seq_length") else _int(args["encoder_seq_length"])
-    if mpe is None or seq is None:
+    if mpe is None:
         return
-    if mpe < seq:
+    if seq is not None and mpe < seq:
         found = _fail(
             args,
             "max_position_embeddings",
             f"max_position_embeddings ({mpe}) must be greater than or equal to seq_length ({seq}).",
             why=f"--max-position-embeddings {mpe} < the sequence length {seq}",
+        )
+        if found is not None:
+            yield found
+    decoder = _int(args["decoder_seq_length"])
+    if decoder is not None and mpe < decoder:
+        found = _fail(
+            args,
+            "max_position_embeddings",
+            "assert args.max_position_embeddings >= args.decoder_seq_length (an AssertionError "
+            "with no message)",
+            why=f"--max-position-embeddings {mpe} < --decoder-seq-length {decoder}",
         )
         if found is not None:
             yield found
