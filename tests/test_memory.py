@@ -19,8 +19,11 @@ from moe_lint.analysis.memory import (
     Estimate,
     MemoryInputError,
     MemorySettings,
+    activations,
+    context,
     estimate,
     levers,
+    placement,
 )
 from moe_lint.analysis.params import Arch, count_params
 from moe_lint.config.settings import preset_fields
@@ -351,7 +354,7 @@ def test_unfused_glu_keeps_the_silu_output() -> None:
 
 
 def _ctx(values: dict[str, Any], f: dict[str, Any]) -> Any:
-    return memory._context(values, f, MemorySettings())
+    return context._context(values, f, MemorySettings())
 
 
 def test_1f1b_in_flight_microbatches() -> None:
@@ -385,7 +388,7 @@ def test_peak_is_on_the_first_stage_for_activation_heavy_runs() -> None:
 
 def _stages(values: dict[str, Any], f: dict[str, Any]) -> list[Any]:
     ctx = _ctx(values, f)
-    return memory._placement(ctx)
+    return placement._placement(ctx)
 
 
 def test_embedding_first_output_last() -> None:
@@ -572,7 +575,7 @@ def test_nvfp4_saves_gemm_inputs_at_0_5625_bytes() -> None:
         ("bf16_with_nvfp4_mixed", {"model.fp4": "e2m1"}, 0.5625),
         ("bf16_with_mxfp8_mixed", {"model.fp8": "e4m3"}, 1 + 1 / 32),
     ):
-        ctx = memory._context(config(mixed_precision=recipe, **field), f, MemorySettings())
+        ctx = context._context(config(mixed_precision=recipe, **field), f, MemorySettings())
         kept = memory.layer_pieces(ctx, "gqa", "moe", 1.0)
         bf16 = memory.layer_pieces(ctx, "gqa", "moe", 1.0, bf16_layer=True)
         assert kept["routed_in"] == pytest.approx(bf16["routed_in"] * quantized / 2)
@@ -581,8 +584,8 @@ def test_nvfp4_saves_gemm_inputs_at_0_5625_bytes() -> None:
                         "mixed_precision.first_last_layers_bf16": True,
                         "mixed_precision.num_layers_at_start_in_bf16": 1,
                         "mixed_precision.num_layers_at_end_in_bf16": 2})  # fmt: skip
-    ctx = memory._context(first_last, f, MemorySettings())
-    assert memory._bf16_layers(ctx) == {0, 46, 47}
+    ctx = context._context(first_last, f, MemorySettings())
+    assert activations._bf16_layers(ctx) == {0, 46, 47}
 
 
 def gib_term(est: Estimate, name: str) -> Any:
@@ -814,7 +817,7 @@ def test_hybrid_and_sink_models_estimate(model: str) -> None:
     est = estimate(config(model), facts(tp=2, pp=2, ep=8, world=32, seq=8192))
     assert est.worst.allocated_gib > 0
     assert len(est.stages) == 2
-    placed = memory._placement(_ctx(config(model), facts(pp=2, ep=8, world=16)))
+    placed = placement._placement(_ctx(config(model), facts(pp=2, ep=8, world=16)))
     layers = [len(stage.layers) for stage in placed]
     assert sum(layers) == Arch.from_preset(model).num_layers
 
@@ -907,7 +910,7 @@ def test_glm5_dump_estimate_includes_the_dsa_indexer() -> None:
     assert math.isclose(work.gib - base.gib, sum(indexer.values()) / memory.GIB)
     weights, plain_weights = with_dsa.term("weights"), without.term("weights")
     assert weights is not None and plain_weights is not None
-    layers = len(memory._placement(ctx, f)[0].layers)
+    layers = len(placement._placement(ctx, f)[0].layers)
     per_layer = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
     assert math.isclose(weights.gib - plain_weights.gib, layers * per_layer * 2 / memory.GIB)
 

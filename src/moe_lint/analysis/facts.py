@@ -49,7 +49,8 @@ _MEM, _LEV, _EDP, _SEL = (
 _LAYOUT = ("model.pipeline_model_parallel_layout",)
 _GPU = ("--gpu", "data/gpus.yaml")
 # The memory model reads the config and the size facts (docs/memory-model.md); lint needs a GPU.
-_MODEL = ("analysis/memory.py::estimate", "gpu_hbm_gib", "--memory")
+_ESTIMATE = "analysis/memory/estimate.py::estimate"
+_MODEL = (_ESTIMATE, "gpu_hbm_gib", "--memory")
 
 #: Every fact, in the order the docs list them and a finding prints the shown derivations.
 FACTS: tuple[FactSpec, ...] = (
@@ -143,16 +144,16 @@ FACTS: tuple[FactSpec, ...] = (
     FactSpec("mem_top_terms", "the worst stage's three largest terms (text)", _MEM, _MODEL,
              group=_M),
     FactSpec("mem_levers", "up to three single changes that lower the peak (text)", _LEV,
-             ("analysis/memory.py::levers", "mem_peak_gib"), group=_M),
+             ("analysis/memory/levers.py::levers", "mem_peak_gib"), group=_M),
     FactSpec("edp2_saving_gib", "GiB the worst stage saves at EDP 2 (only when EDP = 1, EP > 1)",
-             _EDP, ("analysis/memory.py::estimate", "mem_peak_gib", "edp", "ep"), shown=True,
+             _EDP, (_ESTIMATE, "mem_peak_gib", "edp", "ep"), shown=True,
              group=_M),
     FactSpec("selective_fits", "selective recompute of the guidance's modules fits (bool)", _SEL,
-             ("analysis/memory.py::estimate", "mem_peak_gib", "model.recompute_granularity"),
+             (_ESTIMATE, "mem_peak_gib", "model.recompute_granularity"),
              group=_M),
     FactSpec("selective_needs_offload",
              "it fits only with the whole optimizer state offloaded to the host (bool)", _SEL,
-             ("analysis/memory.py::estimate", "mem_peak_gib", "model.recompute_granularity"),
+             (_ESTIMATE, "mem_peak_gib", "model.recompute_granularity"),
              group=_M),
 )  # fmt: skip
 
