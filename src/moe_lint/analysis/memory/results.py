@@ -86,16 +86,12 @@ class Estimate:
         return None if self.usable_gib is None else self.worst.total_gib <= self.usable_gib
 
     def verdict(self, warn_fraction: float, error_margin: float) -> str | None:
-        """The one verdict ``check`` (MEM001 / MEM002) and ``estimate`` share: "does NOT fit"
-        when the lower bound exceeds usable·(1 + error_margin), "may not fit" when the central
-        estimate exceeds usable·(1 − warn_fraction), else "fits"; None without a GPU."""
-        if self.usable_gib is None:
-            return None
-        if self.lower_worst.total_gib > self.usable_gib * (1 + error_margin):
-            return "does NOT fit"
-        if self.worst.total_gib > self.usable_gib * (1 - warn_fraction):
-            return "may not fit"
-        return "fits"
+        """The label of the one verdict (verdict.judge) ``check`` (MEM001 / MEM002),
+        ``estimate`` and the API share; None without a GPU."""
+        from moe_lint.analysis.memory.verdict import judge
+
+        found = judge(self, warn_fraction, error_margin)
+        return None if found is None else found.label
 
 
 @dataclass(frozen=True)
