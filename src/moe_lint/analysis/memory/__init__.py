@@ -18,8 +18,11 @@ Each section is a module, so a term is found by its file name:
   the head (final norm, logits, the fp32 cross-entropy copy, once more per MTP depth);
 * ``buffers``: CUDA-graph static buffers and the fixed costs outside PyTorch's allocator (CUDA
   context, NCCL, DeepEP/HybridEP buffers);
-* ``estimate``: a stage put together (the fragmentation margin on top of the allocated peak)
-  and :func:`estimate`, three ways (lower bound, central estimate, band);
+* ``allocator``: what the caching allocator reserves above the allocated peak, fitted per GPU
+  and setting from the published reserved/allocated pairs;
+* ``estimate``: a stage put together (states + the largest phase: forward/backward, optimizer
+  step or checkpoint load) and :func:`estimate`, three ways (lower bound, central, band);
+* ``verdict``: the one verdict MEM001/MEM002, ``moe-lint estimate`` and the API share;
 * ``levers``: single config changes that lower the peak, each measured by re-running the model.
 
 Every figure is a :class:`Term` carrying its derivation; the :class:`Estimate` lists the

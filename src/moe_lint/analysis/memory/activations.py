@@ -172,10 +172,7 @@ def _dsa_pieces(ctx: _Ctx) -> Pieces:
     """
     a, n, v = ctx.arch, ctx.tokens, ctx.v
     out = _mla_pieces(ctx)
-    backend = v.get("model.attention_backend")
-    if isinstance(backend, Mapping):  # full dumps write the AttnBackend enum as a mapping
-        backend = backend.get("_name_")
-    fused = v.get("model.dsa_kernel_backend", default="none") != "none" and backend != "unfused"
+    fused = _dsa_fused(ctx)
     topk = min(a.dsa_indexer_topk, ctx.seq)
     out["dsa_topk"] = (4 * topk + 4 if fused else 8 * topk) * n
     coeff = float(v.get("model.dsa_indexer_loss_coeff", default=0.0) or 0.0)
@@ -361,14 +358,18 @@ def _full_recompute(ctx: _Ctx, stage: _Stage, full: list[float]) -> tuple[float,
     return stored, work, why
 
 
-def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], list[float]]:
-    """Per-layer saved bytes after recompute/offload, and the full (pre-recompute) sizes."""
+def _layer_sizes(
+    ctx: _Ctx, stage: _Stage, rho: float
+) -> tuple[list[float], list[float], list[float]]:
+    """Per-layer saved bytes after recompute/offload, the full (pre-recompute) sizes, and
+    what selective recompute replays in the layer's backward (full − after recompute)."""
     modules = _recompute_modules(ctx)
     kept: list[float] = []
     full: list[float] = []
+    replayed: list[float] = []
     # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
     # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
-    by_kind: dict[tuple[str, str, bool], tuple[float, float]] = {}
+    by_kind: dict[tuple[str, str, bool], tuple[float, float, float]] = {}
     bf16 = _bf16_layers(ctx) if _quantized_bytes(ctx) is not None else set()
     for i in stage.layers:
         mixer, ffn = ctx.arch.layers[i]
@@ -376,20 +377,24 @@ def _layer_sizes(ctx: _Ctx, stage: _Stage, rho: float) -> tuple[list[float], lis
         sizes = by_kind.get(kind)
         if sizes is None:
             pieces = layer_pieces(ctx, mixer, ffn, rho, i in bf16)
+            recomputed = _after_recompute(pieces, modules)
+            total = sum(pieces.values())
             sizes = (
-                sum(pieces.values()),
-                sum(_after_offload(ctx, _after_recompute(pieces, modules)).values()),
+                total,
+                sum(_after_offload(ctx, recomputed).values()),
+                total - sum(recomputed.values()),
             )
             by_kind[kind] = sizes
         full.append(sizes[0])
         kept.append(sizes[1])
-    return kept, full
+        replayed.append(sizes[2])
+    return kept, full, replayed
 
 
 def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
     """Layer activations × in-flight micro-batches, head/loss, MTP, backward workspace."""
     rho, rho_why = _rho(ctx) if ctx.arch.is_moe else (1.0, "")
-    kept, full = _layer_sizes(ctx, stage, rho)
+    kept, full, replayed = _layer_sizes(ctx, stage, rho)
     flight, flight_why = in_flight(ctx, stage.rank)
     terms: list[Term] = []
     if ctx.v.get("model.recompute_granularity") == "full":
@@ -419,6 +424,13 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
                           f"× {flight:g} micro-batches in flight ({flight_why})"
                           + (f"; routed tensors × {rho_why}" if rho_why else ""),
                           "activation"))  # fmt: skip
+        if replayed and max(replayed) > 0:
+            # A recomputed module (tensor_parallel.checkpoint: MoELayer.forward for "moe",
+            # CheckpointWithoutOutput for the others) replays its forward in backward and keeps
+            # what it replays until its backward ends (random.py::CheckpointFunction.backward).
+            terms.append(Term("recompute working set", max(replayed) / GIB,
+                              f"the largest layer's replayed tensors {shown} while its "
+                              "backward runs", "activation"))  # fmt: skip
     overlap = ctx.v.flag("model.overlap_moe_expert_parallel_comm") and ctx.arch.is_moe
     if full and overlap and ctx.pp == 1 and ctx.mode != "lower":
         # combined_1f1b pairs layer j's forward of micro-batch i with layer L−1−j's backward of
@@ -433,6 +445,14 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
                           f"{ctx.settings.backward_workspace_layers:g} × the largest layer "
                           "(gradients and replayed tensors of the layer in backward)",
                           "activation"))  # fmt: skip
+    computing = sum(1 for i in stage.layers if ctx.arch.layers[i][0] == "dsa")
+    if computing and _dsa_fused(ctx):
+        terms.append(_dsa_scratch_term(ctx))
+    if computing and _index_share(ctx) and ctx.v.get("model.recompute_granularity") == "full":
+        terms.append(_topk_holder_term(ctx, computing))
+    outputs = _pipeline_outputs_term(ctx, stage, flight)
+    if outputs is not None:
+        terms.append(outputs)
     if stage.embedding:
         terms.append(_data_term(ctx, flight))
     if stage.head:
@@ -447,6 +467,96 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
                          derivation=f"lower bound: {share:g} × ({t.derivation})")
                  for t in terms]  # fmt: skip
     return terms
+
+
+def _dsa_fused(ctx: _Ctx) -> bool:
+    """DSA runs the fused (cuDNN / TileLang) indexer kernels: dsa_kernel_backend set and the
+    attention backend not ``unfused``."""
+    backend = ctx.v.get("model.attention_backend")
+    if isinstance(backend, Mapping):  # full dumps write the AttnBackend enum as a mapping
+        backend = backend.get("_name_")
+    kernels = str(ctx.v.get("model.dsa_kernel_backend", default="none") or "none")
+    return kernels != "none" and backend != "unfused"
+
+
+def _index_share(ctx: _Ctx) -> bool:
+    """IndexShare: skip layers reuse an earlier layer's top-k (dsa_indexer_topk_freq > 1)."""
+    return int(ctx.v.get("model.dsa_indexer_topk_freq", default=1) or 1) > 1
+
+
+#: dsa_cudnn_kernels.py: the indexer scores are computed in query-row chunks of at most 1 GiB
+#: (_INDEXER_SCORE_CHUNK_MAX_BYTES, 512-row aligned) and each chunk's top-k runs with a
+#: wrapper scratch of 2 int32 per score of at most 2 GiB (_TOPK_WRAPPER_MAX_SCRATCH_BYTES).
+_DSA_SCORE_CHUNK = 1 << 30
+_DSA_TOPK_SCRATCH = 2 << 30
+_DSA_ROW_ALIGN = 512
+
+
+def _chunk_rows(rows: int, per_row: float, cap: int) -> int:
+    """dsa_cudnn_kernels.py::_bytes_to_chunk_rows."""
+    chunk = max(1, int(cap // max(1.0, per_row)))
+    if chunk >= _DSA_ROW_ALIGN:
+        chunk = chunk // _DSA_ROW_ALIGN * _DSA_ROW_ALIGN
+    return min(rows, chunk)
+
+
+def _dsa_scratch_term(ctx: _Ctx) -> Term:
+    """The cuDNN indexer's transient scratch while one DSA layer computes its top-k (in the
+    forward, and again when a recomputed layer is replayed in backward): an fp32 score chunk
+    [b, rows, s_k] and the top-k wrapper's int32 scratch (dsa_cudnn_kernels.py::
+    _indexer_topk_from_score_chunks, _indexer_top_k_wrapper_chunked). Both reach their caps
+    at long context (s_k = the whole sequence, keys gathered over CP)."""
+    b, sq, sk = ctx.mbs, int(ctx.seq / ctx.cp), ctx.seq
+    rows = _chunk_rows(sq, b * sk * 4, _DSA_SCORE_CHUNK)
+    score = b * rows * sk * 4
+    topk_rows = _chunk_rows(b * rows, sk * 4 * 2, _DSA_TOPK_SCRATCH)
+    scratch = topk_rows * sk * 4 * 2
+    return Term("DSA cuDNN indexer scratch", (score + scratch) / GIB,
+                f"fp32 score chunk {b} × {rows:,} rows × s_k {sk:,} × 4 B (≤ 1 GiB) + top-k "
+                f"scratch {topk_rows:,} rows × s_k × 8 B (≤ 2 GiB), one layer at a time",
+                "activation")  # fmt: skip
+
+
+def _topk_holder_term(ctx: _Ctx, computing: int) -> Term:
+    """IndexShare keeps each computing layer's top-k indices in a holder for the skip layers
+    after it (dsa.py::DSAttention._get_index_share_topk_holder, filled in DSAttention.forward).
+    Under full recompute nothing else keeps them, so the holder's last forward stays alive:
+    int32 indices (+ an int32 length per row) from the fused kernels, int64 from torch.topk."""
+    topk = min(ctx.arch.dsa_indexer_topk, ctx.seq)
+    per_row = (4 * topk + 4) if _dsa_fused(ctx) else 8 * topk
+    value = computing * ctx.tokens * per_row
+    return Term("DSA IndexShare top-k holders", value / GIB,
+                f"{computing} top-k computing layer(s) on the stage × N {ctx.tokens:,.0f} × "
+                f"{per_row:,} B (dsa_indexer_topk_freq "
+                f"{ctx.v.get('model.dsa_indexer_topk_freq')})", "activation")  # fmt: skip
+
+
+def _deallocates_outputs(ctx: _Ctx) -> bool:
+    """deallocate_pipeline_outputs as the provider sets it when the file does not: Bridge's
+    GPTModelProvider says True (models/gpt_provider.py), but MLAModelProvider(MLATransformerConfig,
+    GPTModelProvider) takes MLATransformerConfig's inherited ModelParallelConfig default False
+    (dataclass fields follow the first base), as every DeepSeek-V3 recipe dump shows."""
+    value = ctx.v.get("model.deallocate_pipeline_outputs")
+    if value is not None:
+        return bool(value)
+    return not ctx.v.flag("model.multi_latent_attention")
+
+
+def _pipeline_outputs_term(ctx: _Ctx, stage: _Stage, flight: float) -> Term | None:
+    """Without deallocate_pipeline_outputs each in-flight micro-batch's stage output (one per
+    model chunk) keeps its data until its backward (pipeline_parallel/schedules.py::
+    deallocate_output_tensor returns early); the last stage's last chunk outputs the loss."""
+    if ctx.pp == 1 or _deallocates_outputs(ctx):
+        return None
+    chunks = ctx.vpp - (1 if stage.rank == ctx.pp - 1 else 0)
+    if chunks <= 0:
+        return None
+    outputs = flight * chunks
+    value = 2 * ctx.arch.hidden_size * ctx.sp_tokens * outputs
+    return Term("pipeline outputs kept", value / GIB,
+                f"deallocate_pipeline_outputs false: {outputs:g} stage outputs 2h·T kept for "
+                "their backward (in flight × model chunks sending to the next stage)",
+                "activation")  # fmt: skip
 
 
 def _per_token(ctx: _Ctx, stored: float, layers: int) -> str:

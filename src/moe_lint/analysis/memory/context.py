@@ -81,6 +81,9 @@ class _Ctx:
     #: "central" (the estimate), "lower" (only what is certain: MEM001) or "upper" (the band).
     mode: str = "central"
     assumptions: list[str] = field(default_factory=list)
+    #: The GPU type (data/gpus.yaml key, derive's gpu_name) when known: the allocator overhead
+    #: is fitted per GPU (allocator.py).
+    gpu: str | None = None
 
     def note(self, text: str) -> None:
         if text not in self.assumptions:
@@ -133,6 +136,8 @@ def _context(
     ctx.te = effective_version(stated, "transformer-engine")
     ctx.te_stated = "transformer-engine" in stated
     ctx.mode = mode
+    gpu = facts.get("gpu_name")
+    ctx.gpu = str(gpu) if gpu else None
     for text in (*facts.get("assumed", ()), *arch.assumed):
         ctx.note(text)
     return ctx
@@ -173,3 +178,39 @@ class _ValuesOnly:
     """What :func:`_mixed` reads of a context: the values."""
 
     v: _Values
+
+
+def loads_optimizer_state(v: _Values) -> bool:
+    """A resumed run: Bridge loads the optimizer state of ``checkpoint.load`` unless
+    ``finetune`` or ``load_optim: false`` (training/checkpointing.py::_load_checkpoint_from_path:
+    ``not release and not cfg.checkpoint.finetune and cfg.checkpoint.load_optim``). A
+    ``pretrained_checkpoint`` alone loads model weights only (SFT sets ``finetune``)."""
+    load = v.get("checkpoint.load")
+    if not load or str(load).lower() in ("none", "null"):
+        return False
+    return not v.flag("checkpoint.finetune") and v.flag("checkpoint.load_optim", default=True)
+
+
+def resume_is_certain(v: _Values) -> bool:
+    """The load surely happens (the lower bound counts it): ``checkpoint.ckpt_step`` names the
+    step to load, or ``checkpoint.load`` is not the directory the run saves to (a run whose
+    load directory is its own save directory, Bridge's recipe default, resumes only after a
+    restart: the central estimate and the band count the load, the lower bound does not)."""
+    if not loads_optimizer_state(v):
+        return False
+    if v.get("checkpoint.ckpt_step") is not None:
+        return True
+    save = v.get("checkpoint.save")
+    return bool(save) and str(save) != str(v.get("checkpoint.load"))
+
+
+def loads_checkpoint(v: _Values) -> str | None:
+    """What a run loads before its first step: "resume" (model and optimizer state),
+    "weights" (a pretrained checkpoint or a finetune resume: model weights only) or None."""
+    if loads_optimizer_state(v):
+        return "resume"
+    for key in ("checkpoint.load", "checkpoint.pretrained_checkpoint"):
+        found = v.get(key)
+        if found and str(found).lower() not in ("none", "null"):
+            return "weights"
+    return None

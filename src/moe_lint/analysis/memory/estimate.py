@@ -9,10 +9,11 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from moe_lint.analysis.memory.activations import _activation_terms, _rho
+from moe_lint.analysis.memory.allocator import overhead
 from moe_lint.analysis.memory.buffers import _fixed_terms, _graph_term
 from moe_lint.analysis.memory.context import _context, _Ctx
 from moe_lint.analysis.memory.placement import _placement, _Stage
-from moe_lint.analysis.memory.results import BAND, Estimate, StageEstimate, Term
+from moe_lint.analysis.memory.results import ALLOCATOR, BAND, Estimate, StageEstimate, Term
 from moe_lint.analysis.memory.states import (
     _Bytes,
     _peft_adapters,
@@ -25,24 +26,13 @@ from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
 
 
-def _fragmentation(ctx: _Ctx) -> tuple[float, str]:
-    """Reserved-minus-allocated as a fraction of the allocated peak (docs/domain/06 §2.8):
-    none in the lower bound (on OOM PyTorch frees its cache and retries); with
-    PYTORCH_CUDA_ALLOC_CONF expandable_segments:True the smaller setting."""
-    s = ctx.settings
-    if ctx.mode == "lower":
-        return 0.0, "lower bound: none (the allocator frees its cache and retries on OOM)"
-    conf = str(ctx.v.get("env_vars.PYTORCH_CUDA_ALLOC_CONF", default="")).replace(" ", "")
-    if "expandable_segments:true" in conf.lower() and ctx.mode != "upper":
-        return s.fragmentation_expandable, "expandable_segments:True"
-    return s.fragmentation, "caching allocator"
-
-
 def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
                     b: _Bytes) -> StageEstimate:  # fmt: skip
-    """Terms of one rank; the allocated peak is max(forward/backward, optimizer step), or
-    their sum under full-iteration CUDA graphs (the graph's private pool is not released to
-    the eager optimizer step; not in the lower bound)."""
+    """Terms of one rank; the allocated peak is states + max(activations, optimizer step,
+    checkpoint load), or states + activations + step under full-iteration CUDA graphs (the
+    graph's private pool is not released to the eager optimizer step; not in the lower bound).
+    The load phase (a resumed run's optimizer-state load, before the first step) counts because
+    the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
     rp = _rank_params(ctx, stage, params)
     terms = _state_terms(ctx, rp, b, _peft_adapters(ctx, stage)) + _activation_terms(ctx, stage)
     graph = _graph_term(ctx, stage)
@@ -51,21 +41,21 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     state = sum(t.gib for t in terms if t.kind == "state")
     act = sum(t.gib for t in terms if t.kind == "activation")
     step = sum(t.gib for t in terms if t.kind == "step")
+    load = sum(t.gib for t in terms if t.kind == "load")
     pooled = (str(ctx.v.get("model.cuda_graph_impl", default="none")) == "full_iteration"
               and ctx.mode != "lower")  # fmt: skip
+    phases = [("forward/backward", act), ("optimizer step", step)]
     if pooled:
-        phase, allocated = (
-            "forward/backward + optimizer step (full-iteration graph pool)",
-            (state + act + step),
-        )
-    else:
-        phase = "forward/backward" if act >= step else "optimizer step"
-        allocated = state + max(act, step)
-    fraction, why = _fragmentation(ctx)
+        phases = [("forward/backward + optimizer step (full-iteration graph pool)", act + step)]
+    if load:
+        phases.append(("checkpoint load", load))
+    phase, peak = max(phases, key=lambda item: item[1])
+    allocated = state + peak
+    fraction, why = overhead(ctx)
     margin = Term(
-        "fragmentation margin",
+        ALLOCATOR,
         allocated * fraction,
-        f"{fraction:g} × allocated peak {allocated:.2f} GiB ({why})",
+        f"{fraction:.3g} × allocated peak {allocated:.2f} GiB: reserved − allocated ({why})",
         "margin",
     )
     terms += [*_fixed_terms(ctx), margin]
@@ -90,11 +80,12 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
         state + act,
         state + step,
         allocated + margin.gib,
+        state + load,
     )
 
 
 _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
-             "env_vars", "peft")  # fmt: skip
+             "env_vars", "peft", "checkpoint")  # fmt: skip
 
 
 def values_from_config(cfg: Any) -> dict[str, Any]:
@@ -116,7 +107,35 @@ def values_from_config(cfg: Any) -> dict[str, Any]:
         elif raw is not None:
             out[section] = raw
     out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})
+    _index_share_from_hf(out)
     return out
+
+
+#: IndexShare fields GLM5Bridge.provider_bridge reads from the HF config with these defaults
+#: (models/glm_moe_dsa/glm5_bridge.py: getattr(hf_config, "index_topk_freq", 1), ...).
+_INDEX_SHARE_DEFAULTS = {"dsa_indexer_topk_freq": 1, "dsa_indexer_skip_topk_offset": 0}
+
+
+def _index_share_from_hf(out: dict[str, Any]) -> None:
+    """A config dump written where the HF config lacked ``index_topk_freq`` shows the
+    provider's default 1 (every layer computes top-k); the run reads the checkpoint's HF
+    config (GLM5Bridge.provider_bridge), so the preset of ``model.hf_model_id`` (its HF config
+    written down in data/models.yaml) decides IndexShare when the dump has the default."""
+    hf_id = out.get("model.hf_model_id")
+    if not hf_id or out.get("model.experimental_attention_variant") != "dsa":
+        return
+    if any(out.get(f"model.{k}", d) != d for k, d in _INDEX_SHARE_DEFAULTS.items()):
+        return  # the file states IndexShare itself
+    # Lazy: the preset table is read only for DSA dumps that name their checkpoint.
+    from moe_lint.config.settings import model_presets
+
+    target = str(hf_id).lower()
+    for entry in model_presets().values():
+        if str(entry.get("hf_id", "")).lower() == target:
+            for key in _INDEX_SHARE_DEFAULTS:
+                if entry.get(key) is not None:
+                    out[f"model.{key}"] = entry[key]
+            return
 
 
 def estimate(

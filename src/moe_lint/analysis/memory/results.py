@@ -7,6 +7,8 @@ from dataclasses import dataclass
 GIB = float(2**30)
 #: The upper band's term on top of the allocated peak (an allocated-memory model error).
 BAND = "model band"
+#: The term for what the caching allocator reserves above the allocated peak (allocator.py).
+ALLOCATOR = "allocator overhead"
 
 
 class MemoryInputError(ValueError):
@@ -18,8 +20,9 @@ class Term:
     """One named contribution to a stage's memory.
 
     kind: ``state`` (weights/grads/optimizer, alive all step), ``activation`` (forward/backward
-    phase), ``step`` (optimizer-step transient, not concurrent with activations), ``fixed``
-    (device memory outside PyTorch's allocator) or ``margin`` (fragmentation).
+    phase), ``step`` (optimizer-step transient, not concurrent with activations), ``load``
+    (checkpoint-load transient before the first step), ``fixed`` (device memory outside
+    PyTorch's allocator) or ``margin`` (allocator overhead, the band's model error).
     """
 
     name: str
@@ -32,8 +35,9 @@ class Term:
 class StageEstimate:
     """Peak of one pipeline rank: allocated tensors and the device total incl. fixed costs.
 
-    ``forward_backward_gib`` and ``step_gib`` are the allocated totals of the two phases
-    (states plus activations, states plus optimizer-step transients); the peak is the larger.
+    ``forward_backward_gib``, ``step_gib`` and ``load_gib`` are the allocated totals of the
+    phases (states plus activations, plus optimizer-step transients, plus checkpoint-load
+    transients); the peak is the largest, named by ``peak_phase``.
     """
 
     stage: int
@@ -43,8 +47,10 @@ class StageEstimate:
     peak_phase: str
     forward_backward_gib: float = 0.0
     step_gib: float = 0.0
-    #: What PyTorch's caching allocator reserves: allocated plus the fragmentation margin.
+    #: What PyTorch's caching allocator reserves: allocated plus the allocator overhead.
     reserved_gib: float = 0.0
+    #: States plus the checkpoint-load transients (equal to the states without a load).
+    load_gib: float = 0.0
 
     def term(self, name: str) -> Term | None:
         """The term called ``name``, if the stage has one."""
@@ -92,6 +98,39 @@ class Estimate:
 
         found = judge(self, warn_fraction, error_margin)
         return None if found is None else found.label
+
+
+#: The quantities the estimate bounds, as ``moe-lint estimate`` labels them: what PyTorch's
+#: caching allocator has allocated (Bridge's max_allocated), what it has reserved (its
+#: max_reserved), and the device total an nvidia-smi-style reading shows (reserved plus the
+#: CUDA context, NCCL and DeepEP/HybridEP buffers the allocator never sees).
+QUANTITIES = ("allocated", "reserved", "device")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bound, central estimate and band of one quantity of one pipeline stage, GiB."""
+
+    lower: float
+    central: float
+    band: float
+
+
+def stage_bounds(est: Estimate, stage: int) -> dict[str, Bounds]:
+    """Lower / central / band of the allocated peak, the reserved peak and the device total of
+    one stage, side by side. The band's model error (BAND) is on the allocated peak, so it is
+    in all three; the lower bound has no allocator overhead (reserved = allocated there)."""
+    central = next(s for s in est.stages if s.stage == stage)
+    lower = next((s for s in est.lower if s.stage == stage), central)
+    upper = next((s for s in est.upper if s.stage == stage), central)
+    band_term = upper.term(BAND)
+    error = band_term.gib if band_term is not None else 0.0
+    return {
+        "allocated": Bounds(lower.allocated_gib, central.allocated_gib,
+                            upper.allocated_gib + error),
+        "reserved": Bounds(lower.reserved_gib, central.reserved_gib, upper.reserved_gib + error),
+        "device": Bounds(lower.total_gib, central.total_gib, upper.total_gib),
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,17 @@ groups, and the optimizer-step transients (docs/memory-model.md, *States*)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from moe_lint.analysis.memory.context import _Ctx, _dtype_bytes, _mixed, _mixed_block
+from moe_lint.analysis.memory.context import (
+    _Ctx,
+    _dtype_bytes,
+    _mixed,
+    _mixed_block,
+    loads_optimizer_state,
+    resume_is_certain,
+)
 from moe_lint.analysis.memory.placement import _Stage
 from moe_lint.analysis.memory.results import GIB, Term
 from moe_lint.analysis.params import (
@@ -118,6 +126,9 @@ class _Bytes:
     layerwise: bool = False
     step_group_certain: bool = False
     step_gather: float = 0.0
+    #: Bytes per parameter of the dummy optimizer state DistributedOptimizer.load_state_dict
+    #: allocates when a run resumes (0: the optimizer makes none).
+    load_dummy: float = 0.0
 
 
 def _precision(ctx: _Ctx) -> tuple[str, float]:
@@ -172,6 +183,15 @@ def _optimizer_fp8_recipe(ctx: _Ctx) -> tuple[str | None, bool]:
     return (None if value is None else str(value)), known
 
 
+def _dtype_name(value: object) -> str:
+    """fp32 / bf16 / fp16 / fp8 for a dtype written as torch.bfloat16, bf16, fp16, ..."""
+    if isinstance(value, Mapping):  # full dumps write dtypes as {_target_: torch.float32}
+        value = value.get("_target_", "")
+    key = str(value or "float32").lower().replace("torch.", "").strip()
+    return {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16",
+            "half": "fp16", "uint8": "fp8"}.get(key, key)  # fmt: skip
+
+
 def _state_bytes(ctx: _Ctx) -> _Bytes:
     """Bytes per parameter of weights, grads, master params and optimizer moments, with shards.
 
@@ -219,6 +239,7 @@ def _state_bytes(ctx: _Ctx) -> _Bytes:
     aware = v.flag("optimizer.use_precision_aware_optimizer")
     offload_on = v.flag("optimizer.optimizer_cpu_offload")
     step_group, step_certain, step_gather = 0.0, False, 0.0
+    te_masters = False  # TE FusedAdam holds the master params (not MCore's fp32 shards)
     moments_vocab: float | None = None
     if layerwise:
         master = 4.0
@@ -239,6 +260,7 @@ def _state_bytes(ctx: _Ctx) -> _Bytes:
         m_bytes = _dtype_bytes(v.get("optimizer.exp_avg_dtype"), 4)
         v_bytes = _dtype_bytes(v.get("optimizer.exp_avg_sq_dtype"), 4)
         moments = float(m_bytes + v_bytes)
+        te_masters = plain
         if plain:
             remainders = v.get("optimizer.store_param_remainders", default=True)
             master = 2.0 if (main == 4 and remainders and weight == 2) else float(main)
@@ -247,14 +269,26 @@ def _state_bytes(ctx: _Ctx) -> _Bytes:
         else:
             master, step_grad = 4.0, 4.0
             path = f"MCore fp32 master shards (optimizer fp8_recipe {recipe!r})"
-        low = (m_bytes != 4) + (v_bytes != 4)
-        old_te = ctx.te < _TE_FUSED_UNSCALE
-        fused = m_bytes == 2 and v_bytes == 2 and not old_te  # bf16 moments, TE >= 2.13
-        if low and not fused:
-            step_group = 4.0 * low
-            step_certain = ctx.te_stated or m_bytes != 2 or v_bytes != 2
-        elif low and not ctx.te_stated:
-            step_group = 4.0 * low  # only in the band: TE < 2.13 would make these copies
+        # FusedAdam.get_unscaled_state copies every 16-bit or FP8 state (moments, and a
+        # 16-bit master: main_params_dtype, TE's master_weight_dtype) to fp32 for a whole
+        # parameter group at the step, except bf16 ones under fuse_unscale (both moments
+        # bf16, TE >= 2.13). On an unstated TE (the newest assumed) the fused case is band only.
+        names = [_dtype_name(v.get("optimizer.exp_avg_dtype")),
+                 _dtype_name(v.get("optimizer.exp_avg_sq_dtype"))]  # fmt: skip
+        fused = names == ["bf16", "bf16"] and ctx.te >= _TE_FUSED_UNSCALE
+        master_name = _dtype_name(v.get("optimizer.main_params_dtype"))
+        if plain and master_name in ("fp16", "bf16"):
+            names.append(master_name)
+        certain_bytes = band_bytes = 0.0
+        for name in names:
+            if name == "fp32":
+                continue
+            if name != "bf16" or not fused:
+                certain_bytes += 4.0
+            elif not ctx.te_stated:
+                band_bytes += 4.0
+        step_group = certain_bytes + (band_bytes if ctx.mode == "upper" else 0.0)
+        step_certain = certain_bytes > 0
         why = f"precision-aware Adam ({path}): master {master:g} B, moments {moments:g} B"
     else:
         master, moments = 4.0, 8.0
@@ -265,13 +299,20 @@ def _state_bytes(ctx: _Ctx) -> _Bytes:
         offload = float(v.get("optimizer.optimizer_offload_fraction", default=0.0))
         if not distributed:
             ctx.note("optimizer_cpu_offload requires the distributed optimizer")
+    # DistributedOptimizer.load_state_dict allocates one torch.empty shard per optimizer state
+    # key at its dtype (exp_avg, exp_avg_sq), plus master_param when TE holds the masters
+    # (use_precision_aware_optimizer_no_fp8_or_ds_fp8: int16 remainders or main_params_dtype),
+    # on the GPU, offload or not. Megatron-FSDP and the layer-wise optimizer load otherwise.
+    load_dummy = 0.0
+    if distributed and not layerwise and not fsdp:
+        load_dummy = moments + (master if te_masters else 0.0)
     return _Bytes(
         weight, grad, master, moments, step_grad, step_group, d_dense, d_expert, offload,
         shard_weights=fsdp and strategy == "optim_grads_params",
         shard_grads=fsdp and strategy in ("optim_grads", "optim_grads_params"),
         why=f"{why}; {shard_why}", moments_vocab=moments_vocab, w_dense=w_dense,
         w_expert=w_expert, layerwise=layerwise, step_group_certain=step_certain,
-        step_gather=step_gather,
+        step_gather=step_gather, load_dummy=load_dummy,
     )  # fmt: skip
 
 
@@ -363,15 +404,29 @@ def _state_terms(
         terms.append(Term("optimizer-step fp32 grad copy", sg / GIB,
                           f"{sg_how} × {b.step_grad:g} B: the optimizer casts each "
                           "gradient shard to fp32 for the step", "step"))  # fmt: skip
-    if b.step_group and (b.step_group_certain or ctx.mode == "upper"):
+    if b.step_group:
         dense, expert = dense_shard(b.d_dense), rp.expert / b.d_expert
         value = max(dense, expert) * b.step_group * (1.0 - b.offload)
         terms.append(Term("optimizer-step fp32 state copies", value / GIB,
                           f"max(dense {dense / 1e9:.3f} B, experts {expert / 1e9:.3f} B) × "
-                          f"{b.step_group:g} B: TE FusedAdam.step unscales bf16/fp16 states to "
-                          f"fp32 for a whole parameter group (TE {ctx.te}"
-                          + ("" if ctx.te_stated else ", not stated: band only") + ")",
+                          f"{b.step_group:g} B: TE FusedAdam.step unscales 16-bit moments and "
+                          f"masters to fp32 for a whole parameter group (TE {ctx.te}"
+                          + ("" if ctx.te_stated or b.step_group_certain
+                             else ", not stated: band only") + ")",
                           "step"))  # fmt: skip
+    certain = ctx.mode != "lower" or resume_is_certain(ctx.v)
+    if b.load_dummy and loads_optimizer_state(ctx.v) and certain:
+        # The dense and the expert optimizer of the ChainedOptimizer load one after another
+        # (optimizer.py::ChainedOptimizer.sharded_state_dict): the larger set of copies counts.
+        dense, expert = dense_shard(b.d_dense), rp.expert / b.d_expert
+        value = max(dense, expert) * b.load_dummy
+        terms.append(Term("checkpoint-load optimizer state copies", value / GIB,
+                          f"max(dense {dense / 1e9:.3f} B, experts {expert / 1e9:.3f} B) × "
+                          f"{b.load_dummy:g} B: resuming checkpoint.load, "
+                          "DistributedOptimizer.load_state_dict allocates dummy state shards and "
+                          "TE FusedAdam.load_state_dict new ones while the dummies are still "
+                          "referenced (before the first step: no activations)",
+                          "load"))  # fmt: skip
     if b.step_gather and ctx.mode != "lower":
         value = rp.dense * b.step_gather
         terms.append(Term("optimizer-step param all-gather", value / GIB,

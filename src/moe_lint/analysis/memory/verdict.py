@@ -32,17 +32,24 @@ class Verdict:
     compared_gib: float
     threshold_gib: float
     usable_gib: float
-    #: The band's device total (the most the worst stage may need).
+    #: The worst stage's device total three ways (lower bound, central, band).
+    lower_gib: float
+    central_gib: float
     band_gib: float
+    #: The threshold as a phrase ("usable memory + error-margin 0%", "95% of usable memory").
+    threshold: str
     why: str
 
     def text(self) -> str:
         """One sentence: the label, what was compared with what, and why that quantity."""
-        relation = ">" if self.compared_gib > self.threshold_gib else "≤"
+        side = "above" if self.compared_gib > self.threshold_gib else "within"
+        if self.label == "fits":
+            side = "below"
         return (
-            f"{self.label}: {self.quantity} {self.compared_gib:.1f} GiB {relation} "
-            f"{self.threshold_gib:.1f} GiB ({self.why}; band up to {self.band_gib:.1f} GiB "
-            f"of {self.usable_gib:.1f} GiB usable)"
+            f"{self.label}: the {self.quantity}, {self.compared_gib:.1f} GiB, is {side} "
+            f"{self.threshold} ({self.threshold_gib:.1f} of {self.usable_gib:.1f} GiB); "
+            f"{self.why} (device total: lower bound {self.lower_gib:.1f}, central "
+            f"{self.central_gib:.1f}, band up to {self.band_gib:.1f} GiB)"
         )
 
 
@@ -53,14 +60,18 @@ def judge(est: Estimate, warn_fraction: float, error_margin: float) -> Verdict |
         return None
     lower, central = est.lower_worst.total_gib, est.worst.total_gib
     band = est.upper_worst.total_gib
+    three = (lower, central, band)
     error_at = usable * (1 + error_margin)
     if lower > error_at:
         return Verdict("does NOT fit", "lower bound of the device total", lower, error_at,
-                       usable, band, "only what is certain: an error must be true")  # fmt: skip
+                       usable, *three, f"usable memory + error-margin {100 * error_margin:g}%",
+                       "the lower bound is compared because it holds only what is certain, "
+                       "so the error is true")  # fmt: skip
     warn_at = usable * (1 - warn_fraction)
+    kept = f"{100 * (1 - warn_fraction):g}% of usable memory"
     if central > warn_at:
-        return Verdict("may not fit", "central device total", central, warn_at, usable, band,
-                       f"the best reading, within {100 * warn_fraction:g}% of usable memory "
-                       "or over it while the lower bound fits")  # fmt: skip
-    why = f"the best reading, over {100 * warn_fraction:g}% below usable memory"
-    return Verdict("fits", "central device total", central, warn_at, usable, band, why)
+        return Verdict("may not fit", "central device total", central, warn_at, usable, *three,
+                       kept, "the central estimate is compared because it is the best reading; "
+                       "the lower bound fits")  # fmt: skip
+    return Verdict("fits", "central device total", central, warn_at, usable, *three, kept,
+                   "the central estimate is compared because it is the best reading")  # fmt: skip
