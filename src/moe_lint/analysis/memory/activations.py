@@ -367,9 +367,9 @@ def _layer_sizes(
     kept: list[float] = []
     full: list[float] = []
     replayed: list[float] = []
-    # A layer's sizes depend only on its (mixer, ffn) kind: computed once per kind, so a
-    # stage costs O(layers) dictionary look-ups, not O(layers) pieces models.
-    by_kind: dict[tuple[str, str, bool], tuple[float, float, float]] = {}
+    # A layer's sizes depend only on its (mixer, ffn) kind and the context's mode: computed
+    # once per kind for all stages, so a stage costs O(layers) dictionary look-ups.
+    by_kind = ctx.layer_sizes
     bf16 = _bf16_layers(ctx) if _quantized_bytes(ctx) is not None else set()
     for i in stage.layers:
         mixer, ffn = ctx.arch.layers[i]

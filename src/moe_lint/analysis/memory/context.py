@@ -84,6 +84,10 @@ class _Ctx:
     #: The GPU type (data/gpus.yaml key, derive's gpu_name) when known: the allocator overhead
     #: is fitted per GPU (allocator.py).
     gpu: str | None = None
+    #: Per-layer sizes by layer kind, shared by every stage of one mode (activations.py).
+    layer_sizes: dict[tuple[str, str, bool], tuple[float, float, float]] = field(
+        default_factory=dict
+    )
 
     def note(self, text: str) -> None:
         if text not in self.assumptions:

@@ -179,7 +179,7 @@ def estimate(
         lower = stages
     elif bounds:
         for mode in ("lower",) if bounds == "lower" else ("lower", "upper"):
-            other = replace(ctx, mode=mode, assumptions=[])
+            other = replace(ctx, mode=mode, assumptions=[], layer_sizes={})
             result = _stages(other, placement, params)
             if mode == "lower":
                 lower = result
