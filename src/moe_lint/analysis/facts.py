@@ -126,8 +126,9 @@ FACTS: tuple[FactSpec, ...] = (
     FactSpec("mem_peak_gib", "central estimate of the worst PP stage's device total, GiB",
              _MEM, _MODEL, shown=True, group=_M),
     FactSpec("mem_lower_gib",
-             "lower bound of the worst PP stage (only certain terms: correct sharding, balanced "
-             "routing, no fragmentation or optional buffers), GiB", _MEM, _MODEL, shown=True,
+             "lower bound of the worst PP stage's device total (only certain terms: correct "
+             "sharding, balanced routing, no allocator overhead or optional buffers), GiB", _MEM,
+             _MODEL, shown=True,
              group=_M),
     FactSpec("mem_upper_gib",
              "upper band of the worst PP stage (uncertain terms at their worst plus the "
