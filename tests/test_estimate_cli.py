@@ -34,13 +34,32 @@ def test_estimate_json_per_stage(capsys: pytest.CaptureFixture[str]) -> None:
         assert total >= stage["allocated_gib"] - 0.01
     assert report["levers"] and report["levers"][0]["delta_gib"] < 0
     assert report["assumptions"]
+    assert report["verdict_compares"] == "central device total"
+    assert report["verdict_text"].startswith(report["verdict"] + ": the central device total")
+    for stage in report["stages"]:
+        bounds = stage["bounds"]
+        assert list(bounds) == ["allocated", "reserved", "device"]
+        assert bounds["device"]["central"] == stage["total_gib"]
+        assert bounds["allocated"]["central"] == stage["allocated_gib"]
+        for quantity in bounds.values():
+            assert quantity["lower"] <= quantity["central"] <= quantity["band"]
+    assert report["worst_bounds"] == next(
+        s["bounds"] for s in report["stages"] if s["stage"] == report["worst_stage"]
+    )
 
 
 def test_estimate_text_has_bars_verdict_levers(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "estimate", str(DSV3))
     assert code == 0
     assert "PP stage 7" in out and "█" in out
-    assert "Worst stage 7: 70.2 of 79.2 GiB usable -> fits (headroom +9.0 GiB; lower bound" in out
+    # The verdict names the quantity it compares and why; each stage shows lower / central /
+    # band of the allocated peak, the reserved peak and the device total side by side.
+    assert (
+        "Worst stage 7 (peak in forward/backward) -> may not fit: the central device total, "
+        "75.5 GiB, is above 95% of usable memory (75.2 of 79.2 GiB)" in out
+    )
+    assert "allocated (PyTorch max_allocated)" in out and "lower   63.58  central   67.77" in out
+    assert "device total (reserved + CUDA context, NCCL, DeepEP)  lower   66.33" in out
     assert "Levers (each re-runs the model):" in out and "CP ×2" in out
 
 

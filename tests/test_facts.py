@@ -142,7 +142,8 @@ def _readers(catalogue: Catalogue) -> dict[str, set[str]]:
     for path in (REPO / "rules").glob("*.yaml"):
         for name in re.findall(r"\bfact\(\s*['\"]([^'\"]+)['\"]", path.read_text("utf-8")):
             readers[name].add(path.name)
-    modules = [*sorted((SRC / "engine" / "checks").glob("*.py")), SRC / "analysis" / "memory.py"]
+    modules = [*sorted((SRC / "engine" / "checks").glob("*.py"))]
+    modules += sorted((SRC / "analysis" / "memory").glob("*.py"))
     modules += [SRC / "analysis" / "memory_facts.py", *sorted((SRC / "output").glob("*.py"))]
     modules.append(SRC / "cli.py")
     for path in modules:

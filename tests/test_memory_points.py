@@ -15,7 +15,7 @@ from conftest import DATA, run_main
 POINTS_DIR = DATA / "memory-points"
 INDEX = POINTS_DIR / "points.yaml"
 
-UNITS = {"GB", "GiB"}
+UNITS = {"GB", "GiB", "MiB"}
 STATS = {
     "max_allocated",
     "max_reserved",

@@ -104,7 +104,7 @@ class MemoryTerm:
 
     name: str
     gib: float
-    #: ``state``, ``activation``, ``step``, ``fixed`` or ``margin``.
+    #: ``state``, ``activation``, ``step``, ``load``, ``fixed`` or ``margin``.
     kind: str
     derivation: str
 
@@ -121,12 +121,15 @@ class StageMemory:
     #: The pessimistic reading of the uncertain terms plus the validation set's largest miss.
     upper_band_gib: float
     #: PyTorch-allocated peak (``torch.cuda.max_memory_allocated``) and what the caching
-    #: allocator reserves (allocated plus fragmentation).
+    #: allocator reserves (allocated plus the allocator overhead fitted per GPU).
     allocated_gib: float
     reserved_gib: float
-    #: "forward/backward" or "optimizer step": the phase of the peak.
+    #: "forward/backward", "optimizer step" or "checkpoint load": the phase of the peak.
     peak_phase: str
     terms: tuple[MemoryTerm, ...]
+    #: (lower bound, central, band) of "allocated", "reserved" and "device" (the device total):
+    #: the same quantity three ways, as ``moe-lint estimate`` prints them side by side.
+    bounds: tuple[tuple[str, tuple[float, float, float]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,9 @@ class MemoryEstimate:
     #: Config changes that lower the worst stage, best first (the CLI shows five).
     levers: tuple[Lever, ...]
     assumptions: tuple[str, ...]
+    #: The verdict as a sentence: the quantity it compared with usable memory, the threshold
+    #: and why that quantity (None without a GPU).
+    verdict_text: str | None = None
 
 
 def lint(
@@ -210,6 +216,8 @@ def estimate(
     verdict and levers; arguments as for :func:`lint`. Without ``gpu`` there is no verdict."""
     # Lazy: the memory model (~40 ms to import) loads only when an estimate is asked for.
     from moe_lint.analysis.memory import MemoryInputError, levers
+    from moe_lint.analysis.memory.results import stage_bounds
+    from moe_lint.analysis.memory.verdict import judge
     from moe_lint.analysis.memory_facts import config_values, model_inputs, run_estimate
 
     doc, is_mapping = _document(config, text, filename)
@@ -242,15 +250,20 @@ def estimate(
             reserved_gib=s.reserved_gib,
             peak_phase=s.peak_phase,
             terms=tuple(MemoryTerm(t.name, t.gib, t.kind, t.derivation) for t in s.terms),
+            bounds=tuple(
+                (name, (b.lower, b.central, b.band))
+                for name, b in stage_bounds(est, s.stage).items()
+            ),
         )
         for s in est.stages
     )
+    judged = judge(est, warn, margin)
     return MemoryEstimate(
         file=doc.path,
         gpu=file_settings.gpu,
         capacity_gib=est.capacity_gib,
         usable_gib=est.usable_gib,
-        verdict=cast("Verdict | None", est.verdict(warn, margin)),
+        verdict=None if judged is None else judged.label,
         worst_stage=est.worst.stage,
         total_gib=est.worst.total_gib,
         lower_bound_gib=est.lower_worst.total_gib,
@@ -258,6 +271,7 @@ def estimate(
         stages=stages,
         levers=tuple(Lever(lv.name, lv.delta_gib, lv.requires) for lv in found),
         assumptions=tuple(est.assumptions),
+        verdict_text=None if judged is None else judged.text(),
     )
 
 

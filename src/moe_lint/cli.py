@@ -545,6 +545,7 @@ def _cmd_estimate(argv: list[str]) -> int:
     ns = parse_command_line(parser, argv, 1)
     # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, levers
+    from moe_lint.analysis.memory.verdict import judge
     from moe_lint.output import estimate as memreport
 
     files, overrides = _split_args(ns)
@@ -603,9 +604,10 @@ def _cmd_estimate(argv: list[str]) -> int:
             config_values(cfg), plain, mem, est.capacity_gib, dict(cfg.versions), base=est
         )
         gpu = file_settings.gpu
-        verdict = est.verdict(warn, margin)
-        payload.append(memreport.to_json(path, est, found, gpu, verdict))
-        rows += memreport.text_rows(path, est, found, gpu, ns.verbose, verdict)
+        judged = judge(est, warn, margin)
+        verdict = None if judged is None else judged.label
+        payload.append(memreport.to_json(path, est, found, gpu, judged))
+        rows += memreport.text_rows(path, est, found, gpu, ns.verbose, judged)
         rows.append([("", None)])
         failing = verdict == "does NOT fit" or (
             verdict == "may not fit" and file_settings.fail_on in ("warning", "info")

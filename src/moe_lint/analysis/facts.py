@@ -49,7 +49,8 @@ _MEM, _LEV, _EDP, _SEL = (
 _LAYOUT = ("model.pipeline_model_parallel_layout",)
 _GPU = ("--gpu", "data/gpus.yaml")
 # The memory model reads the config and the size facts (docs/memory-model.md); lint needs a GPU.
-_MODEL = ("analysis/memory.py::estimate", "gpu_hbm_gib", "--memory")
+_ESTIMATE = "analysis/memory/estimate.py::estimate"
+_MODEL = (_ESTIMATE, "gpu_hbm_gib", "--memory")
 
 #: Every fact, in the order the docs list them and a finding prints the shown derivations.
 FACTS: tuple[FactSpec, ...] = (
@@ -128,8 +129,9 @@ FACTS: tuple[FactSpec, ...] = (
     FactSpec("mem_peak_gib", "central estimate of the worst PP stage's device total, GiB",
              _MEM, _MODEL, shown=True, group=_M),
     FactSpec("mem_lower_gib",
-             "lower bound of the worst PP stage (only certain terms: correct sharding, balanced "
-             "routing, no fragmentation or optional buffers), GiB", _MEM, _MODEL, shown=True,
+             "lower bound of the worst PP stage's device total (only certain terms: correct "
+             "sharding, balanced routing, no allocator overhead or optional buffers), GiB", _MEM,
+             _MODEL, shown=True,
              group=_M),
     FactSpec("mem_upper_gib",
              "upper band of the worst PP stage (uncertain terms at their worst plus the "
@@ -137,25 +139,24 @@ FACTS: tuple[FactSpec, ...] = (
     FactSpec("mem_usable_gib", "usable GPU memory: gpu_hbm_gib less the headroom setting, GiB",
              _MEM, _MODEL, shown=True, group=_M),
     FactSpec("mem_headroom_gib", "mem_usable_gib - mem_peak_gib, GiB", _MEM, _MODEL, group=_M),
-    FactSpec("mem_warn_gib", "warning threshold: usable·(1 - warn-headroom), GiB", _MEM, _MODEL,
-             group=_M),
-    FactSpec("mem_error_gib",
-             "error threshold for the lower bound: usable·(1 + error-margin, default 0), GiB",
-             _MEM, _MODEL, shown=True, group=_M),
+    FactSpec("mem_verdict",
+             "the one memory verdict (analysis/memory/verdict.py::judge): 'does NOT fit', 'may "
+             "not fit' or 'fits', with the quantity it compared and the threshold", _MEM,
+             (*_MODEL, "--memory warn-headroom", "--memory error-margin"), shown=True, group=_M),
     FactSpec("mem_stage", "index of the worst PP stage", _MEM, _MODEL, group=_M),
     FactSpec("mem_top_terms", "the worst stage's three largest terms (text)", _MEM, _MODEL,
              group=_M),
     FactSpec("mem_levers", "up to three single changes that lower the peak (text)", _LEV,
-             ("analysis/memory.py::levers", "mem_peak_gib"), group=_M),
+             ("analysis/memory/levers.py::levers", "mem_peak_gib"), group=_M),
     FactSpec("edp2_saving_gib", "GiB the worst stage saves at EDP 2 (only when EDP = 1, EP > 1)",
-             _EDP, ("analysis/memory.py::estimate", "mem_peak_gib", "edp", "ep"), shown=True,
+             _EDP, (_ESTIMATE, "mem_peak_gib", "edp", "ep"), shown=True,
              group=_M),
     FactSpec("selective_fits", "selective recompute of the guidance's modules fits (bool)", _SEL,
-             ("analysis/memory.py::estimate", "mem_peak_gib", "model.recompute_granularity"),
+             (_ESTIMATE, "mem_peak_gib", "model.recompute_granularity"),
              group=_M),
     FactSpec("selective_needs_offload",
              "it fits only with the whole optimizer state offloaded to the host (bool)", _SEL,
-             ("analysis/memory.py::estimate", "mem_peak_gib", "model.recompute_granularity"),
+             (_ESTIMATE, "mem_peak_gib", "model.recompute_granularity"),
              group=_M),
 )  # fmt: skip
 

@@ -227,6 +227,7 @@ def _load(
     """Run the estimate and put the base facts; returns the state the extras re-use."""
     # Lazy: the memory model (~40 ms to import) loads only when a memory fact or estimate is needed.
     from moe_lint.analysis.memory import MemoryInputError, estimate
+    from moe_lint.analysis.memory.verdict import judge
 
     try:
         values = config_values(cfg)
@@ -249,7 +250,7 @@ def _load(
     facts.put("mem_stage", worst.stage, f"worst pipeline stage {worst.stage}")
     facts.put("mem_top_terms", top_text, "largest terms of the worst stage")
     if est.usable_gib is None:
-        for name in ("mem_usable_gib", "mem_headroom_gib", "mem_warn_gib", "mem_error_gib"):
+        for name in ("mem_usable_gib", "mem_headroom_gib", "mem_verdict"):
             facts.miss(name, "no --gpu given: GPU memory unknown")
     else:
         usable = est.usable_gib
@@ -259,11 +260,9 @@ def _load(
         facts.put("mem_headroom_gib", usable - worst.total_gib,
                   f"headroom = {usable:.1f} - {worst.total_gib:.1f} = "
                   f"{usable - worst.total_gib:.1f} GiB")  # fmt: skip
-        facts.put("mem_warn_gib", usable * (1 - warn_fraction),
-                  f"warn above {100 * (1 - warn_fraction):g}% of usable memory")  # fmt: skip
-        facts.put("mem_error_gib", usable * (1 + margin),
-                  f"error when the lower bound exceeds usable + {100 * margin:g}% = "
-                  f"{usable * (1 + margin):.1f} GiB")  # fmt: skip
+        verdict = judge(est, warn_fraction, margin)
+        if verdict is not None:  # always, with a GPU
+            facts.put("mem_verdict", verdict.label, verdict.text())
     return settings, values, plain, est, dict(cfg.versions)
 
 

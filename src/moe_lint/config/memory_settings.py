@@ -22,9 +22,10 @@ class MemorySettings:
         docs/domain/02 §6.5's suggestion for trained routers; cold starts are worse. A capacity
         factor caps it (padding to capacity pins it), and EP=1 makes it 1.
     fragmentation: reserved-minus-allocated margin as a fraction of the allocated peak
-        (PyTorch caching allocator; H100 verification cards show 3-11%).
-    fragmentation_expandable: the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-        (GB200 verification cards: reserved/allocated 1.024-1.034).
+        without expandable segments (no published pair: not fitted).
+    fragmentation_expandable: the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,
+        for a GPU without published reserved/allocated pairs (H100 and GB200 take the fit of
+        analysis/memory/allocator.py).
     cuda_context_gib: CUDA context, kernel images and library handles (outside the allocator).
     nccl_gib: NCCL communicator buffers for the TP/CP/DP/EP/PP groups (outside the allocator).
     deepep_buffer_gib: DeepEP normal-mode NVL/RDMA buffers (flex dispatcher, DeepEP backend).

@@ -11,10 +11,25 @@ from moe_lint.output.text import Segment
 BAR_WIDTH = 36
 
 
+def _bounds_json(bounds: dict[str, Any]) -> dict[str, dict[str, float]]:
+    return {
+        name: {"lower": round(b.lower, 3), "central": round(b.central, 3),
+               "band": round(b.band, 3)}
+        for name, b in bounds.items()
+    }  # fmt: skip
+
+
 def to_json(
-    path: str, est: Any, levers: list[Any], gpu: str | None, verdict: str | None = None
+    path: str, est: Any, levers: list[Any], gpu: str | None, verdict: Any = None
 ) -> dict[str, Any]:
-    """The estimate as a JSON-ready dict (documented in docs/memory-model.md)."""
+    """The estimate as a JSON-ready dict (documented in docs/memory-model.md, *Output*).
+
+    ``verdict`` is the analysis/memory/verdict.py Verdict (None without a GPU). Each stage
+    and the worst one carry ``bounds``: lower / central / band of the allocated peak, the
+    reserved peak (allocator level) and the device total, side by side.
+    """
+    from moe_lint.analysis.memory.results import stage_bounds
+
     lower = {s.stage: s for s in est.lower}
     upper = {s.stage: s for s in est.upper}
     return {
@@ -23,11 +38,14 @@ def to_json(
         "capacity_gib": est.capacity_gib,
         "usable_gib": est.usable_gib,
         "fits": est.fits,
-        "verdict": verdict,
+        "verdict": None if verdict is None else verdict.label,
+        "verdict_compares": None if verdict is None else verdict.quantity,
+        "verdict_text": None if verdict is None else verdict.text(),
         "worst_stage": est.worst.stage,
         "worst_total_gib": round(est.worst.total_gib, 3),
         "lower_bound_gib": round(est.lower_worst.total_gib, 3),
         "upper_band_gib": round(est.upper_worst.total_gib, 3),
+        "worst_bounds": _bounds_json(stage_bounds(est, est.worst.stage)),
         "stages": [
             {
                 "stage": s.stage,
@@ -39,6 +57,8 @@ def to_json(
                 "reserved_gib": round(s.reserved_gib, 3),
                 "forward_backward_gib": round(s.forward_backward_gib, 3),
                 "step_gib": round(s.step_gib, 3),
+                "load_gib": round(s.load_gib, 3),
+                "bounds": _bounds_json(stage_bounds(est, s.stage)),
                 "terms": [
                     {
                         "name": t.name,
@@ -63,14 +83,25 @@ def dumps(payload: list[dict[str, Any]]) -> str:
     return escape.dumps(payload, indent=2) + "\n"
 
 
-def _range(est: Any, stage: Any) -> str:
-    """One stage's allocated/reserved peak and its lower bound and band."""
-    lower = next((s for s in est.lower if s.stage == stage.stage), stage)
-    upper = next((s for s in est.upper if s.stage == stage.stage), stage)
-    return (
-        f"allocated {stage.allocated_gib:.2f}, reserved {stage.reserved_gib:.2f} GiB; "
-        f"lower bound {lower.total_gib:.2f}, band up to {upper.total_gib:.2f} GiB"
-    )
+#: How ``moe-lint estimate`` names each bounded quantity.
+_LABELS = {
+    "allocated": "allocated (PyTorch max_allocated)",
+    "reserved": "reserved (allocated + allocator overhead)",
+    "device": "device total (reserved + CUDA context, NCCL, DeepEP)",
+}
+
+
+def _ranges(est: Any, stage: Any) -> list[str]:
+    """One line per quantity: its lower bound, central estimate and band, side by side."""
+    from moe_lint.analysis.memory.results import stage_bounds
+
+    bounds = stage_bounds(est, stage.stage)
+    width = max(len(label) for label in _LABELS.values())
+    return [
+        f"{_LABELS[name]:<{width}}  lower {b.lower:7.2f}  central {b.central:7.2f}  "
+        f"band {b.band:7.2f} GiB"
+        for name, b in bounds.items()
+    ]
 
 
 def _bar(gib: float, scale: float) -> str:
@@ -87,7 +118,7 @@ def text_rows(
     levers: list[Any],
     gpu: str | None,
     verbose: bool = False,
-    verdict: str | None = None,
+    verdict: Any = None,
 ) -> list[list[Segment]]:
     """Styled rows: header, one block per stage, verdict, levers, assumptions."""
     scale = max([est.usable_gib or 0.0] + [s.total_gib for s in est.stages])
@@ -98,7 +129,7 @@ def text_rows(
         rows.append(
             [(f"PP stage {stage.stage}", "code"), (f"  peak in {stage.peak_phase}{marker}", "dim")]
         )
-        width = max(len(t.name) for t in stage.terms)
+        width = max([len("device total"), *(len(t.name) for t in stage.terms)])
         for term in sorted(stage.terms, key=lambda t: t.gib, reverse=True):
             rows.append(
                 [
@@ -112,24 +143,22 @@ def text_rows(
         total_style = "error" if over else "ok"
         rows.append(
             [
-                (f"  {'total':<{width}} {stage.total_gib:8.2f} GiB  ", total_style),
+                (f"  {'device total':<{width}} {stage.total_gib:8.2f} GiB  ", total_style),
                 (_bar(stage.total_gib, scale), total_style),
             ]
         )
-        rows.append([(f"  {_range(est, stage)}", "dim")])
+        rows += [[(f"  {line}", "dim")] for line in _ranges(est, stage)]
         rows.append([("", None)])
     if est.usable_gib is not None:
         headroom = est.usable_gib - est.worst.total_gib
-        shown = verdict or ("fits" if headroom >= 0 else "may not fit")
-        style = {"fits": "ok", "may not fit": "warning"}.get(shown, "error")
+        fallback = "fits" if headroom >= 0 else "may not fit"
+        label = verdict.label if verdict is not None else fallback
+        style = {"fits": "ok", "may not fit": "warning"}.get(label, "error")
+        why = verdict.text() if verdict is not None else label
         rows.append(
             [
                 (
-                    f"Worst stage {est.worst.stage}: {est.worst.total_gib:.1f} of "
-                    f"{est.usable_gib:.1f} GiB usable -> {shown} "
-                    f"(headroom {headroom:+.1f} GiB; lower bound "
-                    f"{est.lower_worst.total_gib:.1f}, band up to "
-                    f"{est.upper_worst.total_gib:.1f} GiB)",
+                    f"Worst stage {est.worst.stage} (peak in {est.worst.peak_phase}) -> {why}",
                     style,
                 )
             ]
@@ -138,7 +167,7 @@ def text_rows(
         rows.append(
             [
                 (
-                    f"Worst stage {est.worst.stage}: {est.worst.total_gib:.1f} GiB "
+                    f"Worst stage {est.worst.stage}: device total {est.worst.total_gib:.1f} GiB "
                     "(pass --gpu for a verdict)",
                     None,
                 )

@@ -10,7 +10,7 @@
    fastest allowed dispatcher); layouts are visited best first.
 3. **Knobs**: per layout, the recompute and offload ladder is tried in order of predicted
    cost; the layout's plan is the cheapest rung whose central memory estimate fits
-   (analysis/memory.py, memoized on what memory depends on), else the cheapest whose lower
+   (analysis/memory/, memoized on what memory depends on), else the cheapest whose lower
    bound fits (MEM001's criterion), marked "may not fit". Visiting stops when the next
    layout's optimistic time cannot enter the kept set.
 4. The caller (:func:`plan`) lints the top plans' emitted configs with the full rule set and

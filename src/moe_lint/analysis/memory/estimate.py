@@ -1,0 +1,214 @@
+"""Putting a stage together: states, activations, buffers and margins into each pipeline rank's
+peak, three ways (lower bound, central estimate, band)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any, Literal
+
+from moe_lint.analysis.memory.activations import _activation_terms, _rho
+from moe_lint.analysis.memory.allocator import overhead
+from moe_lint.analysis.memory.buffers import _fixed_terms, _graph_term
+from moe_lint.analysis.memory.context import _context, _Ctx
+from moe_lint.analysis.memory.placement import _placement, _Stage
+from moe_lint.analysis.memory.results import ALLOCATOR, BAND, Estimate, StageEstimate, Term
+from moe_lint.analysis.memory.states import (
+    _Bytes,
+    _peft_adapters,
+    _rank_params,
+    _state_bytes,
+    _state_terms,
+)
+from moe_lint.analysis.params import Arch, LayerParams, count_params
+from moe_lint.config.memory_settings import MemorySettings
+from moe_lint.config.versions import Version
+
+
+def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
+                    b: _Bytes) -> StageEstimate:  # fmt: skip
+    """Terms of one rank; the allocated peak is states + max(activations, optimizer step,
+    checkpoint load), or states + activations + step under full-iteration CUDA graphs (the
+    graph's private pool is not released to the eager optimizer step; not in the lower bound).
+    The load phase (a resumed run's optimizer-state load, before the first step) counts because
+    the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
+    rp = _rank_params(ctx, stage, params)
+    terms = _state_terms(ctx, rp, b, _peft_adapters(ctx, stage)) + _activation_terms(ctx, stage)
+    graph = _graph_term(ctx, stage)
+    if graph is not None:
+        terms.append(graph)
+    state = sum(t.gib for t in terms if t.kind == "state")
+    act = sum(t.gib for t in terms if t.kind == "activation")
+    step = sum(t.gib for t in terms if t.kind == "step")
+    load = sum(t.gib for t in terms if t.kind == "load")
+    pooled = (str(ctx.v.get("model.cuda_graph_impl", default="none")) == "full_iteration"
+              and ctx.mode != "lower")  # fmt: skip
+    phases = [("forward/backward", act), ("optimizer step", step)]
+    if pooled:
+        phases = [("forward/backward + optimizer step (full-iteration graph pool)", act + step)]
+    if load:
+        phases.append(("checkpoint load", load))
+    phase, peak = max(phases, key=lambda item: item[1])
+    allocated = state + peak
+    fraction, why = overhead(ctx)
+    margin = Term(
+        ALLOCATOR,
+        allocated * fraction,
+        f"{fraction:.3g} × allocated peak {allocated:.2f} GiB: reserved − allocated ({why})",
+        "margin",
+    )
+    terms += [*_fixed_terms(ctx), margin]
+    if ctx.mode == "upper":
+        band = ctx.settings.band
+        terms.append(
+            Term(
+                BAND,
+                allocated * band,
+                f"{band:g} × allocated peak {allocated:.2f} GiB (at least the largest "
+                "under-prediction of the published measurements)",
+                "margin",
+            )
+        )
+    fixed = sum(t.gib for t in terms if t.kind in ("fixed", "margin"))
+    return StageEstimate(
+        stage.rank,
+        tuple(terms),
+        allocated + fixed,
+        allocated,
+        phase,
+        state + act,
+        state + step,
+        allocated + margin.gib,
+        state + load,
+    )
+
+
+_SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
+             "env_vars", "peft", "checkpoint")  # fmt: skip
+
+
+def values_from_config(cfg: Any) -> dict[str, Any]:
+    """Dotted values for :func:`estimate` from a normalized ``moe_lint.config.normalize.Config``.
+
+    The file's raw sections, under the normalized values (which hold the model preset
+    ``normalize`` applied, typed fields and untyped architecture fields such as
+    ``q_lora_rank`` alike). Duck-typed to keep this module free of pydantic.
+    """
+    out: dict[str, Any] = {}
+    # A value normalize refused (wrong type, past a bound of bounds.py) is not read raw either.
+    refused = {p.path for p in getattr(cfg, "type_problems", ())}
+    for section in _SECTIONS:
+        raw = cfg.raw.get(section)
+        if isinstance(raw, Mapping):
+            out.update({f"{section}.{k}": v for k, v in raw.items()
+                        if (not isinstance(v, Mapping) or "_target_" in v)
+                        and f"{section}.{k}" not in refused})  # fmt: skip
+        elif raw is not None:
+            out[section] = raw
+    out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})
+    _index_share_from_hf(out)
+    return out
+
+
+#: IndexShare fields GLM5Bridge.provider_bridge reads from the HF config with these defaults
+#: (models/glm_moe_dsa/glm5_bridge.py: getattr(hf_config, "index_topk_freq", 1), ...).
+_INDEX_SHARE_DEFAULTS = {"dsa_indexer_topk_freq": 1, "dsa_indexer_skip_topk_offset": 0}
+
+
+def _index_share_from_hf(out: dict[str, Any]) -> None:
+    """A config dump written where the HF config lacked ``index_topk_freq`` shows the
+    provider's default 1 (every layer computes top-k); the run reads the checkpoint's HF
+    config (GLM5Bridge.provider_bridge), so the preset of ``model.hf_model_id`` (its HF config
+    written down in data/models.yaml) decides IndexShare when the dump has the default."""
+    hf_id = out.get("model.hf_model_id")
+    if not hf_id or out.get("model.experimental_attention_variant") != "dsa":
+        return
+    if any(out.get(f"model.{k}", d) != d for k, d in _INDEX_SHARE_DEFAULTS.items()):
+        return  # the file states IndexShare itself
+    # Lazy: the preset table is read only for DSA dumps that name their checkpoint.
+    from moe_lint.config.settings import model_presets
+
+    target = str(hf_id).lower()
+    for entry in model_presets().values():
+        if str(entry.get("hf_id", "")).lower() == target:
+            for key in _INDEX_SHARE_DEFAULTS:
+                if entry.get(key) is not None:
+                    out[f"model.{key}"] = entry[key]
+            return
+
+
+def estimate(
+    values: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    settings: MemorySettings | None = None,
+    capacity_gib: float | None = None,
+    versions: Mapping[str, Version] | None = None,
+    *,
+    bounds: bool | Literal["lower", "lower-only"] = True,
+    ranks: frozenset[int] | None = None,
+    arch: Arch | None = None,
+) -> Estimate:
+    """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
+
+    ``values`` are effective dotted config values (``model.*``, ``train.*``, ``optimizer.*``,
+    ``ddp.*``, ``mixed_precision``, ``env_vars.*``); ``facts`` the derived sizes
+    (:data:`INPUTS`, as memory_facts.model_inputs gives them) and optionally derive's
+    ``placement``; ``versions`` the framework versions the user stated (package key ->
+    Version; the newest release otherwise). ``bounds`` adds the lower bound and the band
+    (levers compare central estimates only); ``"lower"`` adds the lower bound alone;
+    ``"lower-only"`` computes only the lower bound (``stages`` then hold it too). ``ranks``
+    limits the estimate to those pipeline ranks (the planner's search screens ranks 0, 1 and
+    the last; a plan it shows gets every rank); ``arch`` is the architecture already read
+    from ``values`` (the planner reads it once for thousands of estimates). Raises
+    :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
+    missing.
+    """
+    settings = settings or MemorySettings()
+    ctx = _context(values, facts, settings, versions, arch=arch,
+                   mode="lower" if bounds == "lower-only" else "central")  # fmt: skip
+    params = _layer_params(ctx.arch, ctx.tp)
+    placement = _placement(ctx, facts)
+    if ranks is not None:
+        placement = [s for s in placement if s.rank in ranks] or placement
+    stages = _stages(ctx, placement, params)
+    worst = max(stages, key=lambda s: s.total_gib)
+    lower: tuple[StageEstimate, ...] = ()
+    upper: tuple[StageEstimate, ...] = ()
+    if bounds == "lower-only":  # the bound alone (the planner's MEM001 screen)
+        lower = stages
+    elif bounds:
+        for mode in ("lower",) if bounds == "lower" else ("lower", "upper"):
+            other = replace(ctx, mode=mode, assumptions=[], layer_sizes={})
+            result = _stages(other, placement, params)
+            if mode == "lower":
+                lower = result
+            else:
+                upper = result
+    usable = None if capacity_gib is None else capacity_gib - ctx.settings.headroom_gib
+    _standard_assumptions(ctx)
+    return Estimate(stages, worst, capacity_gib, usable, tuple(ctx.assumptions), lower, upper)
+
+
+@lru_cache(maxsize=64)
+def _layer_params(arch: Arch, tp: int) -> tuple[LayerParams, ...]:
+    return count_params(arch, tp).layers
+
+
+def _stages(
+    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...]
+) -> tuple[StageEstimate, ...]:
+    """Every pipeline rank's estimate in the context's mode."""
+    b = _state_bytes(ctx)
+    return tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
+
+
+def _standard_assumptions(ctx: _Ctx) -> None:
+    """Always-true caveats of the model, listed with every estimate."""
+    if ctx.settings.flash_attention:
+        ctx.note("flash/fused attention: no s² score tensors")
+    if ctx.arch.is_moe:
+        ctx.note(f"routed activations use {_rho(ctx)[1]}")
+    if ctx.v.get("model.hidden_dropout") is None:
+        ctx.note("hidden_dropout unset -> 0 (Bridge HF-imported MoE models train without it)")
+    ctx.note("sequence_parallel " + ("on: norms/residual ÷TP" if ctx.sp else "off"))

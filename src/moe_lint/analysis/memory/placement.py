@@ -1,0 +1,92 @@
+"""Pipeline placement: the layers, embedding, head and MTP depths each PP rank holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from moe_lint.analysis.memory.context import _Ctx
+from moe_lint.analysis.memory.results import MemoryInputError
+from moe_lint.analysis.placement import Placement, place
+
+
+@dataclass
+class _Stage:
+    """What one PP rank holds: layer indices per virtual chunk, embedding, head, MTP depths."""
+
+    rank: int
+    chunks: list[list[int]] = field(default_factory=list)
+    embedding: bool = False
+    head: bool = False
+    mtp: int = 0
+
+    @property
+    def layers(self) -> list[int]:
+        return [i for chunk in self.chunks for i in chunk]
+
+
+def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
+    """The ``placement`` fact derive computed (analysis/placement.py); a caller that passes
+    plain sizes (tests, tools/memory_report.py) gets the same placement from the values."""
+    placed = facts.get("placement")
+    if isinstance(placed, Placement):
+        return placed
+    v = ctx.v
+    first = v.get("model.num_layers_in_first_pipeline_stage")
+    last = v.get("model.num_layers_in_last_pipeline_stage")
+    layout = v.get("model.pipeline_model_parallel_layout") or None
+    placer = _place_cached if layout is None or isinstance(layout, str) else place
+    return placer(
+        num_layers=ctx.arch.num_layers,
+        mtp=ctx.arch.mtp_num_layers,
+        pp=ctx.pp,
+        vpp=ctx.vpp,
+        first=None if first is None else int(first),
+        last=None if last is None else int(last),
+        emb=v.flag("model.account_for_embedding_in_pipeline_split"),
+        loss=v.flag("model.account_for_loss_in_pipeline_split"),
+        layout=layout,
+    )
+
+
+#: ``place`` of a split written as scalars (a string layout or none), memoized: the planner
+#: estimates many candidates that share their pipeline split.
+_place_cached = lru_cache(maxsize=256)(place)
+
+
+def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage]:
+    """Layer indices per rank and virtual chunk; embedding, head and MTP, from the placement."""
+    placed = _split(ctx, facts or {})
+    if not placed.stages:
+        if placed.method == "uneven":
+            first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
+            last = ctx.v.get("model.num_layers_in_last_pipeline_stage")
+            rest = ctx.arch.num_layers - int(first or 0) - int(last or 0)
+            middle = ctx.pp - (first is not None) - (last is not None)
+            raise MemoryInputError(f"first/last stage layers leave {rest} for {middle} ranks")
+        reason = placed.error.problem if placed.error else "the split places no stage"
+        raise MemoryInputError(f"pipeline_model_parallel_layout: {reason}")
+    if placed.method == "layout" and placed.vpp != ctx.vpp:
+        ctx.vpp = placed.vpp
+        ctx.note(
+            f"VPP taken from the layout: {len(placed.stages)} stages / PP {ctx.pp} = {ctx.vpp}"
+        )
+    for text in placed.notes:
+        ctx.note(text)
+    placed_layers = sum(len(s.layers) for s in placed.stages)
+    if placed_layers != ctx.arch.num_layers:
+        raise MemoryInputError(
+            f"the pipeline split places {placed_layers} layers but the model has "
+            f"{ctx.arch.num_layers}"
+        )
+    stages = [_Stage(r, [[] for _ in range(placed.vpp)]) for r in range(ctx.pp)]
+    for vs in placed.stages:
+        stage = stages[vs.rank]
+        stage.chunks[vs.chunk] = list(vs.layers)
+        stage.embedding |= vs.embedding
+        stage.head |= vs.head
+        if vs.mtp:
+            stage.mtp = vs.mtp
+    return stages
