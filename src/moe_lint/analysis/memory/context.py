@@ -199,7 +199,7 @@ def resume_is_certain(v: _Values) -> bool:
     """The load surely happens (the lower bound counts it): ``checkpoint.ckpt_step`` names the
     step to load, or ``checkpoint.load`` is not the directory the run saves to (a run whose
     load directory is its own save directory, Bridge's recipe default, resumes only after a
-    restart: the central estimate and the band count the load, the lower bound does not)."""
+    restart: only the band counts that load; the central estimate and the lower bound do not)."""
     if not loads_optimizer_state(v):
         return False
     if v.get("checkpoint.ckpt_step") is not None:

@@ -414,7 +414,10 @@ def _state_terms(
                           + ("" if ctx.te_stated or b.step_group_certain
                              else ", not stated: band only") + ")",
                           "step"))  # fmt: skip
-    certain = ctx.mode != "lower" or resume_is_certain(ctx.v)
+    # Bridge's recipe default loads from its own save directory: the first launch loads
+    # nothing and only a restart resumes, so such a load is in the band alone; a load that
+    # surely happens (ckpt_step, another directory) is in every estimate.
+    certain = ctx.mode == "upper" or resume_is_certain(ctx.v)
     if b.load_dummy and loads_optimizer_state(ctx.v) and certain:
         # The dense and the expert optimizer of the ChainedOptimizer load one after another
         # (optimizer.py::ChainedOptimizer.sharded_state_dict): the larger set of copies counts.
