@@ -233,8 +233,11 @@ def _check_bounds(cfg: Config) -> None:
         cfg.unknown.add(dotted)
 
 
-def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
-    """Type one section; drop (and record) values Bridge would reject.
+def _validate_section(
+    name: str, section: dict[str, Any], problems: list[TypeProblem], unknown: set[str]
+) -> dict[str, Any]:
+    """Type one section; drop values Bridge would reject, appending each to ``problems`` and
+    its dotted path to ``unknown``.
 
     Exactly-typed sections take the pydantic-free fast path (fastschema); anything else goes
     through the pydantic models of schema.py, which coerce or explain it.
@@ -261,17 +264,32 @@ def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[s
                 if key in bad or key not in data:
                     continue
                 bad.add(key)
-                cfg.type_problems.append(
-                    TypeProblem(f"{name}.{key}", _pydantic_message(err), data[key])
-                )
+                problems.append(TypeProblem(f"{name}.{key}", _pydantic_message(err), data[key]))
             for key in bad:
                 data.pop(key, None)
-                cfg.unknown.add(f"{name}.{key}")
+                unknown.add(f"{name}.{key}")
             if not bad:
                 raise InputError(f"cannot validate section {name!r}") from None
             continue
         return {k: getattr(validated, k) for k in model.model_fields}
     raise InputError(f"cannot validate section {name!r}")
+
+
+def model_field_problems(values: dict[str, Any]) -> tuple[dict[str, Any], list[TypeProblem]]:
+    """The checks a YAML ``model:`` section gets (types, ranges and choices of the field table,
+    then bounds.py's field bounds), for model fields from elsewhere (an HF config.json's
+    mapping, config/hf_config.py): the typed values of the validated fields among ``values``
+    (coerced as pydantic coerces YAML's, ``4096.0`` -> 4096) and a problem for each value a
+    YAML file would get SCH002 for. Fields the table does not validate are left out of both."""
+    validated = fields.validated("model")
+    section = {k: v for k, v in values.items() if k in validated}
+    problems: list[TypeProblem] = []
+    unknown: set[str] = set()
+    typed = _validate_section("model", section, problems, unknown)
+    out = {k: typed[k] for k in section if f"model.{k}" not in unknown}
+    for dotted, problem in field_problems({f"model.{k}": v for k, v in out.items()}):
+        problems.append(TypeProblem(dotted, problem, out.pop(dotted.split(".", 1)[1])))
+    return out, problems
 
 
 def _pydantic_message(err: Any) -> str:
@@ -326,7 +344,7 @@ def normalize(
                 )
             section = {}
         section = _strip_interpolations(section, name, cfg)
-        typed = _validate_section(name, section, cfg)
+        typed = _validate_section(name, section, cfg.type_problems, cfg.unknown)
         for key, value in typed.items():
             dotted = f"{name}.{key}"
             if dotted in cfg.unknown:
