@@ -200,8 +200,8 @@ def _checked(values: dict[str, Any], where: str, sources: Mapping[str, Any]) -> 
     """``values`` (mapped model fields) with the validated ones typed as a YAML model section
     types them; the first value a YAML file would get SCH002 for is refused with that
     finding's text, naming this file, the field and the HF names it came from."""
-    # Lazy: normalize (the YAML section checks) is loaded by every lint anyway.
-    from moe_lint.config.normalize import model_field_problems
+    # Lazy: the section checks read the field table (and pydantic, for a bad value) on use.
+    from moe_lint.config.validate import model_field_problems
 
     typed, problems = model_field_problems(values)
     if problems:
