@@ -130,9 +130,6 @@ _MORE_SOURCES: dict[str, tuple[str, ...]] = {
     "dsa_indexer_topk": ("index_topk",),
     "dsa_indexer_topk_freq": ("index_topk_freq",),
     "dsa_indexer_skip_topk_offset": ("index_skip_topk_offset",),
-    "moe_latent_size": ("moe_latent_size",),
-    "attention_chunk_size": ("attention_chunk_size",),
-    "sliding_window": ("sliding_window",),
 }  # fmt: skip
 
 #: Mapped model fields the field table does not type (a YAML file seldom writes them: they come
