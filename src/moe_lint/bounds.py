@@ -22,7 +22,9 @@ MAX_NUMBER_CHARS        64               characters of one int or float literal 
                                          past Python's 4,300-digit limit, base 60 too)
 MAX_GPUS                2**24            --gpus, --nodes, --gpus-per-node (and directives)
 MAX_SIZE                2**20            a parallel size (TP, PP, CP, EP, ETP, VPP; schema)
-MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema)
+MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema);
+                                         an HF config's mapped sizes the field table
+                                         does not type (MLA ranks, Mamba and DSA dims)
 MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search);
                                          an HF config's num_hidden_layers, layer lists
                                          and patterns, checked before the mapping builds
