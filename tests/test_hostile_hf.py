@@ -114,6 +114,10 @@ LAYER_CASES = [
      "bounds.MAX_LAYERS"),
     ("nemotron-pattern-20k", NANO, "hybrid_override_pattern", "ME" * 10_000, None,
      "hybrid_override_pattern has 20,000 layers, more than moe-lint's bound"),
+    # estimate refused it naming the YAML file ("unknown symbol"); check took it silently
+    ("nemotron-pattern-symbol", NANO, "hybrid_override_pattern", "MEMX*", None,
+     "hybrid_override_pattern: 'X' is not a valid layer symbol (Megatron-Core "
+     "hybrid_layer_allocation.py::_validate_pattern"),
     ("dsv3-dense-1e9", DSV3, "first_k_dense_replace", 10**9, None,
      "first_k_dense_replace = 1000000000 is more than num_hidden_layers = 61"),
     ("dsv3-shared-inf", DSV3, "n_shared_experts", RAW, "Infinity",

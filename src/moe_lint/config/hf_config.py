@@ -648,6 +648,16 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
 
 #: transformers' NemotronHConfig._list_to_pattern: ``layers_block_type`` entries -> pattern chars.
 _BLOCK_CHARS = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}
+#: Megatron-Core's hybrid pattern symbols, every release (0.14 ``ssm/mamba_hybrid_layer_
+#: allocation.py``: M * -; 0.16 adds E; 0.18 ``models/hybrid/hybrid_layer_allocation.py``: G, D,
+#: ``|`` between pipeline stages, ``/`` before the MTP part; 0.19 adds MLA ``+``). A symbol
+#: outside all of them fails ``hybrid_layer_allocation.py::_validate_pattern`` ("'X' is not a
+#: valid layer symbol") whatever the version; the MTP pattern takes no separators.
+_LAYER_SYMBOLS = frozenset("MG*D+-E")
+_PATTERN_SYMBOLS = {
+    "hybrid_override_pattern": _LAYER_SYMBOLS | {"|", "/"},
+    "mtp_hybrid_override_pattern": _LAYER_SYMBOLS,
+}
 
 
 def _block_pattern(hf: _Hf, name: str, list_name: str, required: bool = True) -> str:
@@ -659,6 +669,13 @@ def _block_pattern(hf: _Hf, name: str, list_name: str, required: bool = True) ->
             raise UsageError(
                 f"{hf.where}: {name} has {len(text):,} layers, more than moe-lint's bound of "
                 f"{MAX_LAYERS:,} (bounds.MAX_LAYERS)"
+            )
+        bad = sorted(set(text) - _PATTERN_SYMBOLS[name])
+        if bad:
+            raise UsageError(
+                f"{hf.where}: {name}: {bounded_repr(bad[0])} is not a valid layer symbol "
+                f"(Megatron-Core hybrid_layer_allocation.py::_validate_pattern; valid: "
+                f"{' '.join(sorted(_PATTERN_SYMBOLS[name]))})"
             )
         return text
     blocks = hf.layer_list(list_name)
