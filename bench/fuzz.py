@@ -594,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.pop("MOE_LINT_STRICT", None)
-    os.environ["MOE_LINT_NO_CACHE"] = "1"
+    if ns.hf:  # the CLI runs in this process: no cache folder read or written per command
+        os.environ["MOE_LINT_NO_CACHE"] = "1"
     import jsonschema
 
     from moe_lint.engine.catalogue import load_catalogue
