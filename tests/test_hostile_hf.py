@@ -295,3 +295,14 @@ def test_values_yaml_coerces_are_coerced_alike(tmp_path: Path) -> None:
         assert {k: v for k, v in entry.items() if k != "display_name"} == {
             k: v for k, v in real.items() if k != "display_name"
         }
+
+
+def test_a_hybrid_pattern_counts_its_decoder_layers_as_megatron_core_does(tmp_path: Path) -> None:
+    """ "M|E/*" is one Mamba and one MoE layer ("|" splits pipeline stages, "/" starts the MTP
+    part: hybrid_layer_allocation.py::get_hybrid_total_layer_count); counted as 5 layers, the
+    pipeline split disagreed with the model and estimate refused the YAML file."""
+    config, linted = _folder(tmp_path, _config(NANO, "hybrid_override_pattern", "M-|ME/*E"))
+    entry = hf_config.load(str(config))
+    assert entry["num_layers"] == 4 and entry["mamba_layer_indices"] == [0, 2]
+    assert entry["layer_counts"] == {"mamba": 2, "moe": 1, "attention": 0, "mlp": 1}
+    _bounded(["estimate", str(linted), "--model", str(config), *CLUSTER], tmp_path)

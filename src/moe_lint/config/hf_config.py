@@ -606,14 +606,17 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
     # Bridge's mapping is first-wins: use_bias / layer_norm_epsilon are added after mlp_bias /
     # rms_norm_eps, so they fill in only when the earlier names are absent (as here).
     pattern = _block_pattern(hf, "hybrid_override_pattern", "layers_block_type")
+    # The decoder's layers, as Megatron-Core counts them: the part before an MTP "/", without
+    # the "|" between pipeline stages (hybrid_layer_allocation.py::get_hybrid_total_layer_count)
+    layers = pattern.split("/")[0].replace("|", "")
     counts = {
-        "mamba": pattern.count("M"),
-        "moe": pattern.count("E"),
-        "attention": pattern.count("*"),
-        "mlp": pattern.count("-"),
+        "mamba": layers.count("M"),
+        "moe": layers.count("E"),
+        "attention": layers.count("*"),
+        "mlp": layers.count("-"),
     }
     out.update(
-        hybrid_layer_pattern=pattern, layer_counts=counts, num_layers=len(pattern),
+        hybrid_layer_pattern=pattern, layer_counts=counts, num_layers=len(layers),
         normalization="RMSNorm", gated_linear_unit=False, position_embedding_type="none",
         share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
         qk_layernorm=False, moe_router_score_function="sigmoid",
@@ -639,10 +642,10 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
             )
         out["mtp_hybrid_override_pattern"] = mtp_pattern
         out["mtp_use_repeated_layer"] = bool(hf.get("mtp_use_repeated_layer", True))
-    if pattern:
-        out["attention_layer_indices"] = [i for i, c in enumerate(pattern) if c == "*"]
-        out["mamba_layer_indices"] = [i for i, c in enumerate(pattern) if c == "M"]
-        out["moe_layer_indices"] = [i for i, c in enumerate(pattern) if c == "E"]
+    if layers:
+        out["attention_layer_indices"] = [i for i, c in enumerate(layers) if c == "*"]
+        out["mamba_layer_indices"] = [i for i, c in enumerate(layers) if c == "M"]
+        out["moe_layer_indices"] = [i for i, c in enumerate(layers) if c == "E"]
     return out
 
 
