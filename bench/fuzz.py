@@ -30,9 +30,26 @@ through ``moe_lint.output.fix.run_fixes``). A case fails when:
   ``SIGALRM`` at 5× that) or the process's peak RSS grows past ``--max-rss-mb`` (default 300);
 - a fixed text does not load again, or re-linting it raises.
 
-Failing inputs are written to ``--save DIR`` (default a temp dir) as ``case-N.yaml`` with a
-``.txt`` next to it naming the failure. The report (stdout) gives cases, cases/s, failures by
-kind and the seed, so a run can be repeated exactly::
+``--hf`` fuzzes the other input an attacker's pull request controls: the HF ``config.json`` read
+as the model (config/hf_config.py). Each case starts from a real one (``tests/data/hf-configs``)
+and applies 1-4 mutations: a value replaced (counts around every bound, 1e300, inf, NaN, huge
+integers, strings, lists, objects, per-layer lists and patterns of 20,000 layers), a name a
+mapper reads set or added, a key deleted, another family's architecture, a nested leaf
+replaced, raw JSON no dumper writes (5,000-digit and ``1e4000`` literals, 70-, 900- and
+5,000-deep nesting, 300,000 values, a lone surrogate, Infinity), or the byte mutations above.
+The mutated file is the model of ``moe-lint models PATH``, ``check --model PATH``, ``check``
+with the file beside the linted YAML, ``estimate --model PATH`` and the planner's model loading
+(``plan.run.build``; the whole ``moe-lint plan`` on 1 case in ``--plan-every``), each run as the
+CLI runs it, in this process. A case fails when a command exits 3 (or anything but 0/1/2), an
+exit-2 message is not one line, a command takes more than ``--case-seconds`` of CPU, the
+commands disagree (``models`` refuses a config another command accepts, or the reverse), or a
+non-integer in hidden_size, num_attention_heads or vocab_size is accepted ("silent")::
+
+    python bench/fuzz.py --hf --cases 8000 --seed 1
+
+Failing inputs are written to ``--save DIR`` (default a temp dir) as ``case-N.yaml`` (with
+``--hf``: ``case-N.json``) with a ``.txt`` next to it naming the failure. The report (stdout)
+gives cases, cases/s, failures by kind and the seed, so a run can be repeated exactly::
 
     python bench/fuzz.py --seconds 600              # ten minutes
     python bench/fuzz.py --cases 20000 --seed 7
@@ -273,6 +290,264 @@ def check_case(
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# HF config.json (--hf): the model as an attacker's pull request may ship it
+# --------------------------------------------------------------------------------------------
+
+HF_DIR = REPO / "tests" / "data" / "hf-configs"
+#: The file linted against each mutated config.json (small: the memory model runs on it).
+HF_YAML = (
+    "model:\n  tensor_model_parallel_size: 1\n  seq_length: 4096\n"
+    "train:\n  global_batch_size: 64\n  micro_batch_size: 1\n"
+)
+#: Names the mappers read (config/hf_config.py) besides Bridge's CONFIG_MAPPING rows: set,
+#: replaced or added by the key mutator so every mapper's arithmetic and loops are reached.
+HF_KEYS = [
+    "first_k_dense_replace", "n_shared_experts", "norm_topk_prob", "full_attention_interval",
+    "layer_types", "shared_expert_intermediate_size", "linear_conv_kernel_dim",
+    "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
+    "linear_num_value_heads", "sliding_window", "qk_head_dim", "index_head_dim", "index_n_heads",
+    "index_topk", "index_topk_freq", "index_skip_topk_offset", "interleave_moe_layer_step",
+    "intermediate_size_mlp", "attention_chunk_size", "hybrid_override_pattern",
+    "layers_block_type", "mtp_hybrid_override_pattern", "mtp_layers_block_type", "conv_kernel",
+    "attention_head_dim", "moe_latent_size", "mtp_use_repeated_layer", "rope_scaling",
+    "rope_parameters", "text_config", "architectures", "model_type", "tie_word_embeddings",
+]  # fmt: skip
+#: Values for a count, a size or a per-layer list, around every bound moe-lint has.
+HF_VALUES: list[Any] = [
+    0, -1, 1, 2, 3, 7, 10_000, 10_001, 10**6, 10**8, 10**9, 2**31, 2**31 + 1, 2**63, 10**30,
+    1.5, 4096.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e300, "4096", "eight", "",
+    "x" * 100_000, True, False, None, [], {}, [1, 2, 3], {"a": {"b": 1}}, {"rope_theta": "x"},
+    {"type": "yarn", "factor": float("inf")}, ["mamba"] * 20_000, ["full_attention"] * 49,
+    ["linear_attention", "full_attention", "x"], "M" * 20_000, "ME*-" * 3_000, "MEX*",
+    "M|E/*", ["DeepseekV3ForCausalLM"], ["NemotronHForCausalLM"], [None], [[]],
+]  # fmt: skip
+#: JSON text no json.dumps writes: a marker, replaced in the dumped text.
+HF_RAW = [
+    "9" * 5_000, "1e4000", "-1e4000", "1." + "0" * 100, "[" * 5_000 + "]" * 5_000,
+    "[" * 70 + "]" * 70, "[" * 900 + "]" * 900, "[" + "{}," * 300_000 + "{}]",
+    "[" + "0," * 250_000 + "0]", '"\ud800"', "Infinity", "NaN", "-Infinity",
+]  # fmt: skip
+#: Fields every mapper reads through Bridge's CONFIG_MAPPING into a validated model field: a
+#: non-integer put into one must be refused naming it (the silent-acceptance oracle).
+HF_ALWAYS_READ = {"hidden_size": "model.hidden_size", "num_attention_heads":
+                  "model.num_attention_heads", "vocab_size": "model.vocab_size"}  # fmt: skip
+
+
+def hf_seeds() -> list[tuple[str, str]]:
+    files = sorted(HF_DIR.glob("*.json")) + sorted(HF_DIR.glob("bridge-tests/*.json"))
+    return [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files]
+
+
+def _hf_archs() -> list[str]:
+    from moe_lint.config.hf_config import ARCHITECTURES
+
+    return sorted(ARCHITECTURES)
+
+
+def mutate_hf(text: str, rng: random.Random, expect: list[str]) -> str:
+    """``text`` (an HF config.json) with one change to its JSON tree, or to its bytes; when the
+    change puts a non-integer into a field every mapper reads, that field goes to ``expect``."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return mutate_bytes(text.encode("utf-8", "surrogatepass"), rng).decode("utf-8", "replace")
+    if not isinstance(data, dict):
+        return mutate_bytes(text.encode("utf-8", "surrogatepass"), rng).decode("utf-8", "replace")
+    body = data
+    if isinstance(data.get("text_config"), dict) and rng.random() < 0.8:
+        body = data["text_config"]  # Llama-4 reads its text_config
+    raw = f"@@RAW{rng.randrange(len(HF_RAW))}@@"
+    kind = rng.randrange(8)
+    if kind <= 1 and body:  # a value the config has, replaced
+        key = rng.choice(sorted(body))
+        body[key] = rng.choice([*HF_VALUES, *ODD_VALUES, raw])
+        if key in HF_ALWAYS_READ and body is _hf_body(data) and _not_int(body[key]):
+            expect.append(key)
+    elif kind <= 3:  # a name a mapper reads, set (or added)
+        key = rng.choice(HF_KEYS + sorted(HF_ALWAYS_READ) + ["num_hidden_layers"] * 3)
+        body[key] = rng.choice([*HF_VALUES, raw])
+        if key in HF_ALWAYS_READ and body is _hf_body(data) and _not_int(body[key]):
+            expect.append(key)
+    elif kind == 4 and body:
+        body.pop(rng.choice(sorted(body)))
+    elif kind == 5:  # another family's mapper on this family's fields
+        data["architectures"] = [rng.choice(_hf_archs())]
+    elif kind == 6:  # a nested value's leaf
+        leaves = _leaves(data)
+        if leaves:
+            *parent_path, last = rng.choice(leaves)
+            parent: Any = data
+            for part in parent_path:
+                parent = parent[part]
+            parent[last] = rng.choice([*HF_VALUES[:30], raw])
+    else:
+        return mutate_bytes(text.encode("utf-8", "surrogatepass"), rng).decode("utf-8", "replace")
+    out = json.dumps(data, indent=rng.choice([None, 2]))
+    for i, form in enumerate(HF_RAW):
+        out = out.replace(f'"@@RAW{i}@@"', form)
+    return out
+
+
+def _hf_body(data: dict[str, Any]) -> Any:
+    """What the mapper reads: a Llama-4 config's text_config, else the config itself."""
+    archs = data.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs else None
+    if (
+        isinstance(arch, str)
+        and arch.startswith("Llama4")
+        and isinstance(data.get("text_config"), dict)
+    ):
+        return data["text_config"]
+    return data
+
+
+def _not_int(value: Any) -> bool:
+    """A value no validated integer field accepts (pydantic's lax mode takes 4096.0 and
+    "4096" as 4096, and a YAML file gets the same)."""
+    if isinstance(value, bool) or value is None:
+        return False  # true reads as 1 in lax mode; null leaves the field unset
+    if isinstance(value, int):
+        return value < 1
+    if isinstance(value, float):
+        return not value.is_integer() or value < 1
+    if isinstance(value, str):
+        return not value.strip().isdecimal() or int(value) < 1
+    return True
+
+
+def make_hf_case(
+    rng: random.Random, corpus: list[tuple[str, str]]
+) -> tuple[str, bytes, str | None]:
+    """A seed config.json's name, its bytes after 1-4 mutations, and the field that must be
+    refused (when the last mutation put a non-integer into one every mapper reads)."""
+    name, text = rng.choice(corpus)
+    expect: list[str] = []
+    for _ in range(rng.randint(1, 4)):
+        expect.clear()
+        text = mutate_hf(text, rng, expect)
+    return name, text.encode("utf-8", "surrogatepass"), (expect[0] if expect else None)
+
+
+def _cli(args: list[str]) -> tuple[int, str, float]:
+    """moe-lint's CLI in this process: (exit code, stderr, CPU seconds)."""
+    import contextlib
+    import io
+
+    from moe_lint.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    cpu0 = _cpu()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, err.getvalue(), _cpu() - cpu0
+
+
+def _hf_fresh() -> None:
+    """Forget the config.json caches (each case rewrites the same file)."""
+    from moe_lint.config import hf_config
+
+    hf_config._load.cache_clear()
+    hf_config._looks_like_hf.cache_clear()
+
+
+def check_hf_case(
+    raw: bytes, folder: Path, case_seconds: float, full_plan: bool, expect: str | None = None
+) -> str | None:
+    """The failure of one mutated config.json, or None. ``models PATH``, ``check`` (with
+    ``--model`` and beside the file), ``estimate`` and the planner's model loading each run as
+    the CLI runs them: exit 0/1/2 only, an exit-2 message is one line, each command within
+    ``case_seconds`` of CPU; a config ``models`` refuses is refused by every command with the
+    same line, one it accepts is refused by none for the config's sake."""
+    config = folder / "config.json"
+    config.write_bytes(raw)
+    yaml_path = folder / "x.yaml"
+    _hf_fresh()
+    cluster = ["--gpus", "8", "--gpu", "h100"]
+    runs = {
+        "models": ["models", str(config)],
+        "check": ["check", str(yaml_path), "--model", str(config), *cluster, "--format", "json"],
+        "beside": ["check", str(yaml_path), *cluster, "--format", "json"],
+        "estimate": ["estimate", str(yaml_path), "--model", str(config), *cluster],
+    }
+    results: dict[str, tuple[int, str]] = {}
+    for name, args in runs.items():
+        code, err, spent = _cli(args)
+        results[name] = (code, err)
+        if code not in (0, 1, 2):
+            return f"crash: {name} exit {code}: {err.strip()[-300:]}"
+        lines = err.strip().splitlines()
+        if code == 2 and len(lines) != 1:
+            return f"input error not one line: {name}: {err[:300]!r}"
+        if spent > case_seconds:
+            return f"slow: {name} {spent:.2f} s CPU"
+    refused = results["models"][0] == 2
+    line = results["models"][1].strip()
+    if expect is not None and not refused:  # refused for another problem first counts
+        return f"silent: a non-integer in {expect} was accepted"
+    if refused:
+        message = line.split(": error: ", 1)[-1]
+        for name in ("check", "estimate"):
+            code, err = results[name]
+            if code != 2 or message not in err:
+                return f"inconsistent: models refuses, {name} exits {code}: {err.strip()[:200]!r}"
+        if results["beside"][0] != 2 and _is_hf_object(raw):
+            code, err = results["beside"]
+            return f"inconsistent: models refuses, beside exits {code}: {err.strip()[:200]!r}"
+    else:
+        for name in ("check", "estimate", "beside"):
+            code, err = results[name]
+            if code == 2:
+                return f"inconsistent: models accepts, {name} refuses: {err.strip()[:200]!r}"
+    return _check_hf_plan(config, refused, line, case_seconds, full_plan)
+
+
+def _is_hf_object(raw: bytes) -> bool:
+    """Whether a config.json beside the file is one moe-lint must read (valid UTF-8 JSON naming
+    an architecture or model type); any other is another tool's file, left alone."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return False
+    return isinstance(data, dict) and ("architectures" in data or "model_type" in data)
+
+
+def _check_hf_plan(
+    config: Path, refused: bool, line: str, case_seconds: float, full_plan: bool
+) -> str | None:
+    """The planner: its model loading (``plan.run.build``, what runs before any search) on
+    every case; the whole ``moe-lint plan`` on 1 case in ``--plan-every`` (crash check only:
+    a search over a model it accepts may take longer than a refusal)."""
+    from moe_lint.config.forms import NotBridgeConfig
+    from moe_lint.errors import Error
+    from moe_lint.plan.run import Options, build
+
+    _hf_fresh()
+    cpu0 = _cpu()
+    try:
+        build(Options(model=str(config), gpu="h100", gpus=(8,), seq=4096))
+    except (Error, NotBridgeConfig) as exc:
+        text = str(exc).strip()
+        if "\n" in text or not text:
+            return f"input error not one line: plan: {text[:300]!r}"
+        if not refused and str(config) in text:
+            return f"inconsistent: models accepts, plan refuses: {text[:200]!r}"
+    else:
+        if refused:
+            return f"inconsistent: models refuses, plan builds: {line[:200]!r}"
+    spent = _cpu() - cpu0
+    if spent > case_seconds:
+        return f"slow: plan model loading {spent:.2f} s CPU"
+    if full_plan:
+        code, err, _ = _cli(["plan", "--model", str(config), "--gpu", "h100", "--gpus", "8",
+                             "--seq", "4096", "--top", "1"])  # fmt: skip
+        if code not in (0, 1, 2):
+            return f"crash: plan exit {code}: {err.strip()[-300:]}"
+        if code == 2 and len(err.strip().splitlines()) != 1:
+            return f"input error not one line: plan: {err[:300]!r}"
+    return None
+
+
 def peak_rss_mb() -> float:
     """This process's peak RSS. ``ru_maxrss`` survives exec on Linux (a fuzz run started from
     a 400 MB pytest reports 400 MB before its first case), so read the address space's own
@@ -301,10 +576,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fix-every", type=int, default=10, help="run the fix loop on 1 case in N")
     p.add_argument("--save", type=Path, default=None, help="folder for failing inputs")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--hf",
+        action="store_true",
+        help="mutate HF config.json files (tests/data/hf-configs) instead",
+    )
+    p.add_argument(
+        "--plan-every",
+        type=int,
+        default=25,
+        help="--hf: run the whole `moe-lint plan` on 1 case in N",
+    )
+    p.add_argument("--dump-case", type=int, metavar="N",
+                   help="write case N of --seed to --save (or stdout) and stop: a reported "
+                   "case again, without running the cases before it")  # fmt: skip
     ns = p.parse_args(argv)
     import os
 
     os.environ.pop("MOE_LINT_STRICT", None)
+    if ns.hf:  # the CLI runs in this process: no cache folder read or written per command
+        os.environ["MOE_LINT_NO_CACHE"] = "1"
     import jsonschema
 
     from moe_lint.engine.catalogue import load_catalogue
@@ -313,14 +604,26 @@ def main(argv: list[str] | None = None) -> int:
     INT_FIELDS.update(int_fields())
     schema = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
-    corpus = seeds()
+    corpus = hf_seeds() if ns.hf else seeds()
     rng = random.Random(ns.seed)
+    if ns.dump_case:  # the checks draw nothing from rng: generating alone replays the cases
+        for _ in range(ns.dump_case):
+            name, text, _expect = (make_hf_case if ns.hf else make_case)(rng, corpus)
+        if ns.save is None:
+            sys.stdout.buffer.write(text)
+        else:
+            ns.save.mkdir(parents=True, exist_ok=True)
+            (ns.save / f"case-{ns.dump_case}.{'json' if ns.hf else 'yaml'}").write_bytes(text)
+        return 0
     save = ns.save or Path(tempfile.mkdtemp(prefix="moe-lint-fuzz-"))
     save.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="moe-lint-fuzz-hf-"))
+    (work / "x.yaml").write_text(HF_YAML, encoding="utf-8")
     signal.signal(signal.SIGALRM, _on_alarm)
     failures: Counter[str] = Counter()
     examples: list[dict[str, Any]] = []
     slowest = 0.0
+    slowest_case: dict[str, Any] = {}
     start = time.perf_counter()
     cases = 0
     while True:
@@ -328,13 +631,18 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not ns.cases and time.perf_counter() - start >= ns.seconds:
             break
-        name, text, expect = make_case(rng, corpus)
+        name, text, expect = (make_hf_case if ns.hf else make_case)(rng, corpus)
         cases += 1
         cpu0 = _cpu()
-        hang_after = max(ns.case_seconds * 5, 1.0)
+        # --hf: five commands a case (each held to --case-seconds), a whole plan on some
+        hang_after = max(ns.case_seconds * 5, 1.0) * (12 if ns.hf else 1)
         try:
             signal.setitimer(signal.ITIMER_REAL, hang_after)
-            failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0, expect)
+            if ns.hf:
+                full_plan = ns.plan_every > 0 and cases % ns.plan_every == 0
+                failure = check_hf_case(text, work, ns.case_seconds, full_plan, expect)
+            else:
+                failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0, expect)
         except Hang:
             failure = f"hang: over {hang_after:.0f} s"
         except Exception as exc:  # the finding this script exists for
@@ -342,8 +650,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         spent = _cpu() - cpu0
-        slowest = max(slowest, spent)
-        if failure is None and spent > ns.case_seconds:
+        if spent > slowest:
+            slowest, slowest_case = spent, {"case": cases, "from": name}
+        if failure is None and spent > ns.case_seconds and not ns.hf:  # --hf: per command
             failure = f"slow: {spent:.2f} s CPU"
         rss_mb = peak_rss_mb()
         if failure is None and rss_mb > ns.max_rss_mb:
@@ -351,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         if failure is not None:
             kind = failure.split(":")[0]
             failures[kind] += 1
-            target = save / f"case-{cases}.yaml"
+            target = save / f"case-{cases}.{'json' if ns.hf else 'yaml'}"
             target.write_bytes(text)
             target.with_suffix(".txt").write_text(f"from {name}\n{failure}\n", encoding="utf-8")
             if len(examples) < 20:
@@ -361,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
     wall = time.perf_counter() - start
     report = {
+        "mode": "hf" if ns.hf else "yaml",
         "seed": ns.seed,
         "cases": cases,
         "seconds": round(wall, 1),
@@ -368,6 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         "failures": sum(failures.values()),
         "by_kind": dict(failures),
         "slowest_case_cpu_s": round(slowest, 3),
+        "slowest_case": slowest_case,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "seed_files": len(corpus),
         "examples": examples,
@@ -379,7 +690,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fuzz: {cases} cases in {wall:.1f} s ({report['cases_per_second']} cases/s), "
               f"seed {ns.seed}, {len(corpus)} seed files")  # fmt: skip
         print(f"failures: {report['failures']} {dict(failures) or ''}".rstrip())
-        print(f"slowest case: {slowest:.3f} s CPU; peak RSS {report['peak_rss_mb']} MB")
+        print(f"slowest case: {slowest:.3f} s CPU (case {slowest_case.get('case')}); "
+              f"peak RSS {report['peak_rss_mb']} MB")  # fmt: skip
         for example in examples:
             print(f"  case {example['case']} (from {example['from']}): {example['failure']}"
                   f"  -> {example['saved']}")  # fmt: skip

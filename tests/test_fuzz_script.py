@@ -44,3 +44,35 @@ def test_fuzz_script_reports_a_failure(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["by_kind"] == {"slow": 3}
     assert len(list(tmp_path.glob("case-*.yaml"))) == 3
+
+
+def test_short_hf_fuzz_run_finds_nothing(tmp_path: Path) -> None:
+    """``--hf``: mutated HF config.json files through models, check (--model and beside the
+    file), estimate and the planner's model loading, a whole plan on one case in twenty."""
+    proc = subprocess.run(
+        [*FUZZ, "--hf", "--save", str(tmp_path), "--cases", "60", "--seed", "5",
+         "--plan-every", "20", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )  # fmt: skip
+    report = json.loads(proc.stdout)
+    assert report["mode"] == "hf" and report["cases"] == 60 and report["seed_files"] == 20
+    assert report["failures"] == 0, report["examples"]
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_hf_fuzz_script_reports_a_failure(tmp_path: Path) -> None:
+    """The --hf oracle can fail too: no command meets a CPU limit of a microsecond."""
+    proc = subprocess.run(
+        [*FUZZ, "--hf", "--save", str(tmp_path), *IMPOSSIBLE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["by_kind"] == {"slow": 3}
+    assert len(list(tmp_path.glob("case-*.json"))) == 3

@@ -151,7 +151,11 @@ def check_refused(
     needle: str,
     extra: list[str] | None = None,
     setup: Callable[[Path], Path] | None = None,
+    named: Path | None = None,
 ) -> None:
+    """Lint (with --fix) the file ``setup`` makes, or ``payload`` written to a file: exit 2, one
+    stderr line naming ``named`` (default: the linted file) and holding ``needle``, within the
+    time and memory bounds, no file changed or left behind."""
     path = tmp_path / f"{name.replace('/', '_')}.yaml"
     if setup is not None:
         path = setup(tmp_path)
@@ -164,7 +168,7 @@ def check_refused(
     assert code == 2, (name, code, out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1, (name, err)
-    assert str(path) in lines[0] and needle in lines[0], (name, lines[0])
+    assert str(named or path) in lines[0] and needle in lines[0], (name, lines[0])
     assert "Traceback" not in err + out
     assert seconds < MAX_SECONDS, (name, seconds)
     assert rss < MAX_RSS_MB, (name, rss)

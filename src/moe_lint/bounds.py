@@ -10,15 +10,25 @@ No real Megatron Bridge config comes near any of them. A refusal names the bound
 bound                   value            what it limits
 ======================  ===============  ================================================
 MAX_BYTES               8 MiB            bytes read from one config file
-MAX_NODES               200,000          YAML nodes visited, aliases expanded (YAML bombs)
-MAX_DEPTH               64               mapping / sequence nesting
+MAX_JSON_BYTES          1 MiB            bytes read from one HF config.json: JSON has
+                                         no aliases, so its cost is its size, and a
+                                         3-byte ``{}`` is a 64-byte object (8 MiB of
+                                         them would be 230 MB); real ones are < 10 KB
+MAX_NODES               200,000          YAML nodes visited, aliases expanded (YAML bombs);
+                                         JSON values of an HF config.json
+MAX_DEPTH               64               mapping / sequence nesting (YAML and JSON)
 MAX_NUMBER_CHARS        64               characters of one int or float literal (checked
                                          before any conversion: ``int()`` is quadratic
                                          past Python's 4,300-digit limit, base 60 too)
 MAX_GPUS                2**24            --gpus, --nodes, --gpus-per-node (and directives)
 MAX_SIZE                2**20            a parallel size (TP, PP, CP, EP, ETP, VPP; schema)
-MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema)
-MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search)
+MAX_COUNT               2**31            a count (layers, heads, batch, sequence; schema);
+                                         an HF config's mapped sizes the field table
+                                         does not type (MLA ranks, Mamba and DSA dims)
+MAX_LAYERS              10,000           model.num_layers (per-layer tables, split search);
+                                         an HF config's num_hidden_layers, layer lists
+                                         and patterns, checked before the mapping builds
+                                         anything per layer
 MAX_PIPELINE_STAGES     256              PP·VPP, the stages the memory model walks in
                                          each of its ~13 estimates (real configs use a few
                                          dozen)
@@ -34,6 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_BYTES = 8 * 1024 * 1024
+MAX_JSON_BYTES = 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_NUMBER_CHARS = 64

@@ -24,12 +24,21 @@ Nothing here imports transformers or Bridge: the file is read as JSON.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from moe_lint.bounds import bounded_repr
+from moe_lint.bounds import (
+    MAX_COUNT,
+    MAX_DEPTH,
+    MAX_JSON_BYTES,
+    MAX_LAYERS,
+    MAX_NODES,
+    bounded_repr,
+    number_too_long,
+)
 from moe_lint.errors import UsageError
 
 #: Megatron Bridge ``MegatronModelBridge.CONFIG_MAPPING`` (conversion/model_bridge.py), the
@@ -99,6 +108,135 @@ _MODEL_DEFAULTS: dict[str, Any] = {
 #: Defaults for a model with experts (Megatron-Core TransformerConfig.moe_layer_freq).
 _MOE_DEFAULTS: dict[str, Any] = {"moe_layer_freq": 1}
 
+#: HF name -> the model field it becomes (each HF name has one row in the two tables).
+_MODEL_NAME: dict[str, str] = dict(CONFIG_MAPPING + NEMOTRON_H_MAPPING)
+
+#: Model field -> the HF names a family's mapping reads it from besides the tables' rows (named
+#: in a refusal, so the message points at the line of the config.json to fix).
+_MORE_SOURCES: dict[str, tuple[str, ...]] = {
+    "num_layers": ("hybrid_override_pattern", "layers_block_type"),
+    "ffn_hidden_size": ("intermediate_size_mlp",),
+    "moe_ffn_hidden_size": ("intermediate_size",),
+    "kv_channels": ("attention_head_dim",),
+    "moe_shared_expert_intermediate_size": (
+        "shared_expert_intermediate_size", "moe_intermediate_size", "n_shared_experts",
+        "intermediate_size",
+    ),
+    "qk_pos_emb_head_dim": ("qk_head_dim", "qk_nope_head_dim"),
+    "rotary_base": ("rope_parameters",),
+    "mamba_conv_kernel": ("conv_kernel",),
+    "dsa_indexer_head_dim": ("index_head_dim",),
+    "dsa_indexer_n_heads": ("index_n_heads",),
+    "dsa_indexer_topk": ("index_topk",),
+    "dsa_indexer_topk_freq": ("index_topk_freq",),
+    "dsa_indexer_skip_topk_offset": ("index_skip_topk_offset",),
+}  # fmt: skip
+
+#: Mapped model fields the field table does not type (a YAML file seldom writes them: they come
+#: with the model) that the parameter count, the memory model and the planner compute with.
+#: An HF config's value for one must be an integer from the lower bound given here to
+#: bounds.MAX_COUNT, a finite number, or text; unset (null) is left to the framework default.
+#: A value of another kind would reach that arithmetic as a crash, not as a finding.
+_ARCH_INTS: dict[str, int] = {
+    **dict.fromkeys((
+        "kv_lora_rank", "q_lora_rank", "qk_head_dim", "v_head_dim", "moe_latent_size",
+        "moe_router_num_groups", "moe_router_group_topk", "make_vocab_size_divisible_by",
+        "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_num_key_heads", "linear_num_value_heads", "linear_attention_freq",
+        "mamba_head_dim", "mamba_num_heads", "mamba_num_groups", "mamba_state_dim",
+        "mamba_chunk_size", "mamba_conv_kernel", "dsa_indexer_head_dim", "dsa_indexer_n_heads",
+        "dsa_indexer_topk", "dsa_indexer_topk_freq", "sliding_window", "attention_chunk_size",
+    ), 1),
+    # 0 is meaningful: no rotary part, no shared expert (n_shared_experts 0), no offset
+    **dict.fromkeys(
+        ("qk_pos_emb_head_dim", "moe_shared_expert_intermediate_size",
+         "dsa_indexer_skip_topk_offset"), 0),
+}  # fmt: skip
+_ARCH_NUMBERS = (
+    "layernorm_epsilon", "rotary_base", "rotary_percent", "moe_router_topk_scaling_factor",
+)  # fmt: skip
+_ARCH_TEXTS = ("moe_router_score_function", "hybrid_layer_pattern", "mtp_hybrid_override_pattern")
+#: Mapped on/off fields the field table does not type: Megatron-Core tests them for truth
+#: (``if config.add_qkv_bias:``), so the HF value is read the same way (``attention_bias: 1``
+#: is a bias, as it is when Bridge passes it on) and no list or object reaches the models.
+_ARCH_FLAGS = (
+    "add_bias_linear", "add_qkv_bias", "qk_layernorm", "share_embeddings_and_output_weights",
+    "gated_linear_unit", "moe_router_pre_softmax", "moe_router_enable_expert_bias",
+    "moe_shared_expert_gate", "layernorm_zero_centered_gamma", "attention_output_gate",
+    "moe_apply_probs_on_input", "rotary_interleaved", "qk_l2_norm", "mtp_use_repeated_layer",
+)  # fmt: skip
+
+
+@cache
+def _validated() -> frozenset[str]:
+    """The model fields a YAML ``model:`` section validates (the field table's typed ones)."""
+    # Lazy: the field table is read on first use, as normalize reads it.
+    from moe_lint.config import fields
+
+    return frozenset(fields.validated("model"))
+
+
+def _source_note(field: str, value: Any, sources: Mapping[str, Any]) -> str:
+    """`` (HF head_dim)``: the config.json name holding the refused value, where it differs
+    from the model field's; for a value the mapping computed, the names it was computed from
+    (`` (from HF moe_intermediate_size, n_shared_experts)``)."""
+    names = [h for h, f in _MODEL_NAME.items() if f == field] + list(_MORE_SOURCES.get(field, ()))
+    present = [n for n in dict.fromkeys(names) if n in sources]
+    held = [n for n in present if sources[n] is value or _same(sources[n], value)]
+    if held:
+        shown = [n for n in held if n != field]
+        return f" (HF {', '.join(shown)})" if shown else ""
+    return f" (from HF {', '.join(present)})" if present else ""
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and not isinstance(a, list | dict) and a == b
+
+
+def _checked(values: dict[str, Any], where: str, sources: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (mapped model fields) with the validated ones typed as a YAML model section
+    types them; the first value a YAML file would get SCH002 for is refused with that
+    finding's text, naming this file, the field and the HF names it came from."""
+    # Lazy: the section checks read the field table (and pydantic, for a bad value) on use.
+    from moe_lint.config.validate import model_field_problems
+
+    typed, problems = model_field_problems(values)
+    if problems:
+        first = problems[0]
+        field = first.path.split(".", 1)[1]
+        more = len(problems) - 1
+        note = _source_note(field, first.value, sources)
+        raise UsageError(
+            f"{where}: {first.path} = {bounded_repr(first.value)}{note}: {first.message} [SCH002]"
+            + (f" (and {more} more)" if more else "")
+        )
+    return {**values, **typed}
+
+
+def _check_arch(values: Mapping[str, Any], where: str, sources: Mapping[str, Any]) -> None:
+    """The kinds of the mapped fields the field table does not type (_ARCH_INTS, ...)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name in _ARCH_INTS:
+            low = _ARCH_INTS[name]
+            ok = not isinstance(value, bool) and isinstance(value, int)
+            ok = ok and low <= value <= MAX_COUNT
+            expected = f"an integer from {low} to {MAX_COUNT:,} (bounds.MAX_COUNT)"
+        elif name in _ARCH_NUMBERS:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value)
+            expected = "a finite number"
+        elif name in _ARCH_TEXTS:
+            ok, expected = isinstance(value, str), "text"
+        else:
+            continue
+        if not ok:
+            note = _source_note(name, value, sources)
+            raise UsageError(
+                f"{where}: model.{name} = {bounded_repr(value)}{note}: expected {expected}"
+            )
+
 
 class _Hf:
     """An HF config (or its ``text_config``) with the lookups a bridge makes."""
@@ -120,10 +258,48 @@ class _Hf:
             raise UsageError(f"{self.where}: {self.arch} config.json has no {name}")
         return value
 
-    def need_int(self, name: str) -> int:
-        value = self.need(name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise UsageError(f"{self.where}: {name} must be an integer, got {bounded_repr(value)}")
+    def need_int(self, name: str, low: int = 1) -> int:
+        """The integer ``name`` (required), checked before the mapping computes with it."""
+        return self._int(name, self.need(name), low)
+
+    def get_int(self, name: str, default: int, low: int = 0) -> int:
+        """The integer ``name``, ``default`` when the config leaves it out (or null)."""
+        return self._int(name, self.get(name, default), low)
+
+    def _int(self, name: str, value: Any, low: int) -> int:
+        """A value that becomes a model field is checked as that field is in a YAML file
+        (num_hidden_layers as model.num_layers, with bounds.MAX_LAYERS), so the mapping never
+        loops over an unchecked count; any other is an integer from ``low`` to MAX_COUNT."""
+        field = _MODEL_NAME.get(name)
+        if field is not None and field in _validated():
+            typed = _checked({field: value}, self.where, {name: value})
+            return int(typed[field])
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
+            raise UsageError(
+                f"{self.where}: {name} = {bounded_repr(value)}: expected an integer from {low} "
+                f"to {MAX_COUNT:,} (bounds.MAX_COUNT)"
+            )
+        return value
+
+    def mapping(self, name: str) -> Mapping[str, Any]:
+        """A nested object such as ``rope_scaling`` ({} when absent or null)."""
+        value = self.get(name, {})
+        if not isinstance(value, Mapping):
+            raise UsageError(
+                f"{self.where}: {name} = {bounded_repr(value)}: expected a JSON object or null"
+            )
+        return value
+
+    def layer_list(self, name: str) -> list[Any] | None:
+        """A per-layer list (``layer_types``, ``layers_block_type``), at most MAX_LAYERS long."""
+        value = self.get(name)
+        if not isinstance(value, list) or not value:
+            return None
+        if len(value) > MAX_LAYERS:
+            raise UsageError(
+                f"{self.where}: {name} lists {len(value):,} layers, more than moe-lint's bound "
+                f"of {MAX_LAYERS:,} (bounds.MAX_LAYERS)"
+            )
         return value
 
     @property
@@ -140,10 +316,20 @@ def _divisible_by(vocab: int) -> int:
     return base
 
 
-def _dense_then_moe(first_dense: int, layers: int) -> int | str:
+def _dense_then_moe(hf: _Hf, layers: int) -> int | str:
     """Bridge's ``[0] * first_k_dense_replace + [1] * (layers - k)`` in the presets' pattern
-    syntax (``1`` when every layer is MoE)."""
-    if first_dense <= 0:
+    syntax (``1`` when every layer is MoE). More dense layers than layers makes that list too
+    long, which Megatron-Core asserts against when it builds the layers
+    (models/gpt/gpt_layer_specs.py::get_gpt_decoder_layer_specs, "Invalid length of
+    moe_layer_pattern")."""
+    first_dense = hf.get_int("first_k_dense_replace", 0)
+    if first_dense > layers:
+        raise UsageError(
+            f"{hf.where}: first_k_dense_replace = {first_dense} is more than num_hidden_layers "
+            f"= {layers}: Bridge's moe_layer_freq would list {first_dense} layers (Megatron-Core "
+            "gpt_layer_specs.py::get_gpt_decoder_layer_specs: Invalid length of moe_layer_pattern)"
+        )
+    if first_dense == 0:
         return 1
     return f"([0]*{first_dense}+[1]*{layers - first_dense})"
 
@@ -156,11 +342,11 @@ def _common(hf: _Hf, mapping: tuple[tuple[str, str], ...] = CONFIG_MAPPING) -> d
         if hf.has(hf_name) and name not in out:
             out[name] = hf.data[hf_name]
     if "rotary_base" not in out or out["rotary_base"] is None:
-        theta = (hf.get("rope_parameters") or {}).get("rope_theta")
+        theta = hf.mapping("rope_parameters").get("rope_theta")
         if theta is not None:
             out["rotary_base"] = theta
-    rope = hf.get("rope_scaling") or {}
-    rope_type = rope.get("type") or rope.get("rope_type") if isinstance(rope, dict) else None
+    rope = hf.mapping("rope_scaling")
+    rope_type = rope.get("type") or rope.get("rope_type")
     out["position_embedding_type"] = "yarn" if rope_type == "yarn" else "rope"
     vocab = out.get("vocab_size")
     if isinstance(vocab, int) and vocab > 0:
@@ -189,9 +375,9 @@ def _map_deepseek(hf: _Hf, v3: bool) -> dict[str, Any]:
         multi_latent_attention=True, moe_router_pre_softmax=True,
         position_embedding_type="rope",  # MLA providers: always rope (yarn goes to mscale/factor)
         make_vocab_size_divisible_by=1280 if v3 else 3200,
-        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        moe_layer_freq=_dense_then_moe(hf, layers),
         moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size")
-        * int(hf.get("n_shared_experts", 0)),
+        * hf.get_int("n_shared_experts", 0),
     )  # fmt: skip
     if v3:
         out.update(moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True)
@@ -205,7 +391,8 @@ def _map_deepseek_v3(hf: _Hf) -> dict[str, Any]:
 
 def _map_deepseek_v2(hf: _Hf) -> dict[str, Any]:
     out = _map_deepseek(hf, v3=False)
-    out["mtp_num_layers"] = int(out.get("mtp_num_layers") or 0)
+    if out.get("mtp_num_layers") is None:
+        out["mtp_num_layers"] = 0
     return out
 
 
@@ -228,12 +415,11 @@ def _map_qwen3_next(hf: _Hf) -> dict[str, Any]:
     full_attention_interval_from_hf: the interval, or the per-layer ``layer_types``)."""
     out = _common(hf)
     layers = hf.need_int("num_hidden_layers")
-    interval: int | None = hf.get("full_attention_interval")
-    types = hf.get("layer_types")
-    if interval is None and isinstance(types, list) and types:
+    types = hf.layer_list("layer_types")
+    if hf.get("full_attention_interval") is None and types:
         pattern = [0 if t == "full_attention" else 1 for t in types]
     else:
-        step = int(interval or 4)
+        step = hf.get_int("full_attention_interval", 4, low=1)
         pattern = [0 if (i + 1) % step == 0 else 1 for i in range(layers)]
         out["linear_attention_freq"] = step
     out.update(
@@ -272,8 +458,8 @@ def _map_gpt_oss(hf: _Hf) -> dict[str, Any]:
     intermediate_size``."""
     out = _common(hf)
     window = hf.need_int("sliding_window")
-    types = hf.get("layer_types")
-    if isinstance(types, list) and types and len(types) % 2 == 0:
+    types = hf.layer_list("layer_types")
+    if types and len(types) % 2 == 0:
         unit = ["sliding" if "sliding" in str(t) else "full" for t in types[:2]]
         out["layer_attention_types"] = f"(['{unit[0]}','{unit[1]}']*{len(types) // 2})"
     out.update(
@@ -298,7 +484,7 @@ def _map_glm45(hf: _Hf) -> dict[str, Any]:
         share_embeddings_and_output_weights=False, moe_router_pre_softmax=False,
         moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True,
         moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size"),
-        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        moe_layer_freq=_dense_then_moe(hf, layers),
         mtp_num_layers=hf.get("num_nextn_predict_layers", 0),
     )  # fmt: skip
     return out
@@ -322,11 +508,11 @@ def _map_glm5(hf: _Hf) -> dict[str, Any]:
         multi_latent_attention=True, position_embedding_type="rope", rope_type="yarn",
         moe_router_pre_softmax=True, moe_router_score_function="sigmoid",
         moe_router_enable_expert_bias=True, make_vocab_size_divisible_by=1280,
-        moe_layer_freq=_dense_then_moe(int(hf.get("first_k_dense_replace", 0)), layers),
+        moe_layer_freq=_dense_then_moe(hf, layers),
         moe_shared_expert_intermediate_size=hf.need_int("moe_intermediate_size")
-        * int(hf.get("n_shared_experts", 0)),
+        * hf.get_int("n_shared_experts", 0),
         qk_pos_emb_head_dim=hf.need_int("qk_head_dim") - hf.need_int("qk_nope_head_dim"),
-        rotary_base=(hf.get("rope_parameters") or {}).get("rope_theta", out.get("rotary_base")),
+        rotary_base=hf.mapping("rope_parameters").get("rope_theta", out.get("rotary_base")),
         experimental_attention_variant="dsa",
         dsa_indexer_head_dim=hf.need_int("index_head_dim"),
         dsa_indexer_n_heads=hf.need_int("index_n_heads"),
@@ -346,7 +532,9 @@ def _map_olmoe(hf: _Hf) -> dict[str, Any]:
     out = _common(hf)
     scoring = hf.get("scoring_func", "softmax")
     if scoring != "softmax":
-        raise UsageError(f"{hf.where}: OlMoE only supports scoring_func='softmax', got {scoring!r}")
+        raise UsageError(
+            f"{hf.where}: OlMoE only supports scoring_func='softmax', got {bounded_repr(scoring)}"
+        )
     out.update(
         kv_channels=hf.get("head_dim")
         or hf.need_int("hidden_size") // hf.need_int("num_attention_heads"),
@@ -386,12 +574,11 @@ def _map_llama4(hf: _Hf) -> dict[str, Any]:
     ``intermediate_size_mlp`` is the dense MLP, MoE on every ``interleave_moe_layer_step``-th
     layer, ``use_qk_norm`` is a weightless L2 norm (qk_l2_norm), not a q/k layernorm."""
     out = _common(hf)
-    step = int(hf.get("interleave_moe_layer_step", 1))
+    step = hf.get_int("interleave_moe_layer_step", 1, low=1)
     layers = hf.need_int("num_hidden_layers")
     freq: int | str = 1
-    if step > 1:
-        unit = ",".join("1" if (i + 1) % step == 0 else "0" for i in range(step))
-        freq = f"([{unit}]*{layers // step})"
+    if step > 1:  # transformers' Llama4TextConfig: layer i is MoE when (i + 1) % step == 0
+        freq = _repeat_pattern([1 if (i + 1) % step == 0 else 0 for i in range(layers)])
     out.update(
         ffn_hidden_size=hf.get("intermediate_size_mlp", out.get("ffn_hidden_size")),
         normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
@@ -419,14 +606,17 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
     # Bridge's mapping is first-wins: use_bias / layer_norm_epsilon are added after mlp_bias /
     # rms_norm_eps, so they fill in only when the earlier names are absent (as here).
     pattern = _block_pattern(hf, "hybrid_override_pattern", "layers_block_type")
+    # The decoder's layers, as Megatron-Core counts them: the part before an MTP "/", without
+    # the "|" between pipeline stages (hybrid_layer_allocation.py::get_hybrid_total_layer_count)
+    layers = pattern.split("/")[0].replace("|", "")
     counts = {
-        "mamba": pattern.count("M"),
-        "moe": pattern.count("E"),
-        "attention": pattern.count("*"),
-        "mlp": pattern.count("-"),
+        "mamba": layers.count("M"),
+        "moe": layers.count("E"),
+        "attention": layers.count("*"),
+        "mlp": layers.count("-"),
     }
     out.update(
-        hybrid_layer_pattern=pattern, layer_counts=counts, num_layers=len(pattern),
+        hybrid_layer_pattern=pattern, layer_counts=counts, num_layers=len(layers),
         normalization="RMSNorm", gated_linear_unit=False, position_embedding_type="none",
         share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
         qk_layernorm=False, moe_router_score_function="sigmoid",
@@ -440,7 +630,7 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
         out["kv_channels"] = kv
     if hf.has("moe_latent_size") and hf.get("moe_latent_size") is not None:
         out["moe_latent_size"] = hf.data["moe_latent_size"]
-    mtp = int(hf.get("num_nextn_predict_layers", 0) or 0)
+    mtp = hf.get_int("num_nextn_predict_layers", 0)
     out["mtp_num_layers"] = mtp
     if mtp:
         mtp_pattern = _block_pattern(
@@ -452,15 +642,25 @@ def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
             )
         out["mtp_hybrid_override_pattern"] = mtp_pattern
         out["mtp_use_repeated_layer"] = bool(hf.get("mtp_use_repeated_layer", True))
-    if pattern:
-        out["attention_layer_indices"] = [i for i, c in enumerate(pattern) if c == "*"]
-        out["mamba_layer_indices"] = [i for i, c in enumerate(pattern) if c == "M"]
-        out["moe_layer_indices"] = [i for i, c in enumerate(pattern) if c == "E"]
+    if layers:
+        out["attention_layer_indices"] = [i for i, c in enumerate(layers) if c == "*"]
+        out["mamba_layer_indices"] = [i for i, c in enumerate(layers) if c == "M"]
+        out["moe_layer_indices"] = [i for i, c in enumerate(layers) if c == "E"]
     return out
 
 
 #: transformers' NemotronHConfig._list_to_pattern: ``layers_block_type`` entries -> pattern chars.
 _BLOCK_CHARS = {"mamba": "M", "moe": "E", "attention": "*", "mlp": "-"}
+#: Megatron-Core's hybrid pattern symbols, every release (0.14 ``ssm/mamba_hybrid_layer_
+#: allocation.py``: M * -; 0.16 adds E; 0.18 ``models/hybrid/hybrid_layer_allocation.py``: G, D,
+#: ``|`` between pipeline stages, ``/`` before the MTP part; 0.19 adds MLA ``+``). A symbol
+#: outside all of them fails ``hybrid_layer_allocation.py::_validate_pattern`` ("'X' is not a
+#: valid layer symbol") whatever the version; the MTP pattern takes no separators.
+_LAYER_SYMBOLS = frozenset("MG*D+-E")
+_PATTERN_SYMBOLS = {
+    "hybrid_override_pattern": _LAYER_SYMBOLS | {"|", "/"},
+    "mtp_hybrid_override_pattern": _LAYER_SYMBOLS,
+}
 
 
 def _block_pattern(hf: _Hf, name: str, list_name: str, required: bool = True) -> str:
@@ -468,13 +668,27 @@ def _block_pattern(hf: _Hf, name: str, list_name: str, required: bool = True) ->
     newer configs that store ``layers_block_type`` (a list of mamba/moe/attention/mlp)."""
     text = hf.get(name)
     if isinstance(text, str) and text:
+        if len(text) > MAX_LAYERS:
+            raise UsageError(
+                f"{hf.where}: {name} has {len(text):,} layers, more than moe-lint's bound of "
+                f"{MAX_LAYERS:,} (bounds.MAX_LAYERS)"
+            )
+        bad = sorted(set(text) - _PATTERN_SYMBOLS[name])
+        if bad:
+            raise UsageError(
+                f"{hf.where}: {name}: {bounded_repr(bad[0])} is not a valid layer symbol "
+                f"(Megatron-Core hybrid_layer_allocation.py::_validate_pattern; valid: "
+                f"{' '.join(sorted(_PATTERN_SYMBOLS[name]))})"
+            )
         return text
-    blocks = hf.get(list_name)
-    if isinstance(blocks, list) and blocks:
+    blocks = hf.layer_list(list_name)
+    if blocks:
         try:
             return "".join(_BLOCK_CHARS[str(b)] for b in blocks)
         except KeyError as exc:
-            raise UsageError(f"{hf.where}: {list_name} has an unknown block type {exc}") from None
+            raise UsageError(
+                f"{hf.where}: {list_name} has an unknown block type {bounded_repr(exc.args[0])}"
+            ) from None
     if not required:
         return ""
     raise UsageError(f"{hf.where}: {hf.arch} config.json has neither {name} nor {list_name}")
@@ -527,7 +741,14 @@ def model_entry(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         fields = mapper(_Hf(body, where))
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
         raise UsageError(f"{where}: cannot read {arch} config.json: {exc}") from None
+    # Checked as a YAML model section is (and the untyped dims the models compute with), so
+    # no bad value reaches a parameter count, an estimate or a plan.
+    fields = _checked(fields, where, body)
+    _check_arch(fields, where, body)
     fields = {k: _whole(v) if k == "rotary_base" else v for k, v in fields.items()}
+    for name in _ARCH_FLAGS:
+        if fields.get(name) is not None:
+            fields[name] = bool(fields[name])
     for key, value in _MODEL_DEFAULTS.items():
         fields.setdefault(key, value)
     if fields.get("num_moe_experts") and not fields.get("hybrid_layer_pattern"):
@@ -585,15 +806,88 @@ def load(path: str) -> dict[str, Any]:
 
 @cache
 def _load(path: str, stamp: tuple[int, int]) -> dict[str, Any]:
+    return model_entry(read_json(path), path)
+
+
+class OverBound(UsageError):
+    """A config.json past one of bounds.py's bounds: refused wherever it is found (beside the
+    linted file too, where a file that is merely not an HF config is left alone)."""
+
+
+class _NumberTooLong(Exception):
+    pass
+
+
+def _int_literal(text: str) -> int:
+    problem = number_too_long(text)
+    if problem is not None:
+        raise _NumberTooLong(problem)
+    return int(text)
+
+
+def _float_literal(text: str) -> float:
+    problem = number_too_long(text)
+    if problem is not None:
+        raise _NumberTooLong(problem)
+    return float(text)
+
+
+def read_json(path: str) -> Any:
+    """The JSON value in the file at ``path``, read within bounds.py's bounds for JSON: at
+    most MAX_JSON_BYTES, number literals of at most MAX_NUMBER_CHARS (checked before they are
+    converted), MAX_DEPTH levels of nesting and MAX_NODES values. ``Infinity`` and ``NaN``
+    read as Python's json (and transformers) read them; the model checks refuse them where a
+    number is needed. Raises UsageError (OverBound past a bound), one line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read HF config.json: {exc}") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise OverBound(
+            f"{path}: HF config.json is too large (more than {MAX_JSON_BYTES:,} bytes; "
+            "bounds.MAX_JSON_BYTES)"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: cannot read HF config.json: {exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_int_literal, parse_float=_float_literal)
+    except _NumberTooLong as exc:
+        raise OverBound(f"{path}: {exc}") from None
+    except RecursionError:
+        raise OverBound(_too_deep(path)) from None
     except ValueError as exc:
         raise UsageError(f"{path}: not valid JSON ({exc})") from None
-    return model_entry(data, path)
+    _check_shape(data, path)
+    return data
+
+
+def _too_deep(path: str, key: str | None = None) -> str:
+    at = f" (under {bounded_repr(key)})" if key is not None else ""
+    return f"{path}: nesting deeper than {MAX_DEPTH} levels{at} (bounds.MAX_DEPTH)"
+
+
+def _check_shape(data: Any, path: str) -> None:
+    """MAX_DEPTH and MAX_NODES over the parsed value, without recursion."""
+    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    nodes = 0
+    while stack:
+        value, depth, top = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise OverBound(f"{path}: more than {MAX_NODES:,} JSON values (bounds.MAX_NODES)")
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise OverBound(_too_deep(path, top))
+        for key, child in items:
+            stack.append((child, depth + 1, key if top is None else top))
 
 
 def looks_like_hf(path: str) -> bool:
@@ -605,8 +899,10 @@ def looks_like_hf(path: str) -> bool:
 @cache
 def _looks_like_hf(path: str, stamp: tuple[int, int]) -> bool:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = read_json(path)
+    except OverBound:
+        raise  # not readable within moe-lint's bounds: refused, not taken for another tool's
+    except UsageError:
         return False
     return isinstance(data, dict) and ("architectures" in data or "model_type" in data)
 

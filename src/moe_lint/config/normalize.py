@@ -14,18 +14,17 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import bounded_repr, field_problems
 from moe_lint.config import fields
-from moe_lint.config.fast_validate import fast_validate
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import ConfigPath, Document, format_path, parse_path
 from moe_lint.config.mixed_precision import recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
+from moe_lint.config.validate import TypeProblem, validate_section
 from moe_lint.config.versions import below, effective_version, parse_version
-from moe_lint.errors import InputError
 
 
 def _shown(value: object) -> str:
@@ -43,14 +42,6 @@ _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 #: The precision fields a mixed_precision recipe or block sets on the model that the rules read
 #: as ``model.<field>`` (the recipes themselves: moe_lint.config.mixed_precision).
 _PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
-
-
-class TypeProblem(NamedTuple):
-    """A value Bridge could not accept (wrong type, out of range, bad choice)."""
-
-    path: str
-    message: str
-    value: Any
 
 
 @dataclass
@@ -235,52 +226,6 @@ def _check_bounds(cfg: Config) -> None:
         cfg.unknown.add(dotted)
 
 
-def _validate_section(name: str, section: dict[str, Any], cfg: Config) -> dict[str, Any]:
-    """Type one section; drop (and record) values Bridge would reject.
-
-    Exactly-typed sections take the pydantic-free fast path (fastschema); anything else goes
-    through the pydantic models of schema.py, which coerce or explain it.
-    """
-    fast = fast_validate(name, section)
-    if fast is not None:
-        return fast
-    # Lazy: pydantic (~185 ms with the models) only on the slow validation path.
-    from pydantic import ValidationError
-
-    # Lazy: the pydantic models (~185 ms) only on the slow validation path.
-    from moe_lint.config.schema import SECTIONS
-
-    model = SECTIONS[name]
-    data = {k: v for k, v in section.items() if k in model.model_fields}
-    for _ in range(len(data) + 1):
-        try:
-            validated = model.model_validate(data)
-        except ValidationError as exc:
-            bad: set[str] = set()
-            for err in exc.errors():
-                loc = err.get("loc") or ()
-                key = str(loc[0]) if loc else ""
-                if key in bad or key not in data:
-                    continue
-                bad.add(key)
-                cfg.type_problems.append(
-                    TypeProblem(f"{name}.{key}", _pydantic_message(err), data[key])
-                )
-            for key in bad:
-                data.pop(key, None)
-                cfg.unknown.add(f"{name}.{key}")
-            if not bad:
-                raise InputError(f"cannot validate section {name!r}") from None
-            continue
-        return {k: getattr(validated, k) for k in model.model_fields}
-    raise InputError(f"cannot validate section {name!r}")
-
-
-def _pydantic_message(err: Any) -> str:
-    msg = str(err.get("msg", "invalid value"))
-    return msg[0].lower() + msg[1:] if msg else "invalid value"
-
-
 def normalize(
     doc: Document,
     overrides: list[Override] | None = None,
@@ -341,7 +286,7 @@ def normalize(
                 )
             section = {}
         section = _strip_interpolations(section, name, cfg)
-        typed = _validate_section(name, section, cfg)
+        typed = validate_section(name, section, cfg.type_problems, cfg.unknown)
         for key, value in typed.items():
             dotted = f"{name}.{key}"
             if dotted in cfg.unknown:
