@@ -26,9 +26,24 @@ through ``moe_lint.output.fix.run_fixes``). A case fails when:
 - the last mutation put a non-integer (a word, a list, a mapping, 1.5, a 100,000-character
   string) into a typed integer field of a config and no SCH002 names that path ("silent");
 - linting the same text twice gives different results;
-- the case takes more than ``--case-seconds`` of CPU time (default 2 s; a hang is cut by
-  ``SIGALRM`` at 5× that) or the process's peak RSS grows past ``--max-rss-mb`` (default 300);
+- the case takes more than ``--case-seconds`` of CPU time (default 2 s; a busy hang is cut by a
+  CPU timer at 5× that, and a blocking one by a wall-clock timer at 30×, so a loaded machine
+  does not read as a hang) or the process's peak RSS grows past ``--max-rss-mb`` (default 300);
 - a fixed text does not load again, or re-linting it raises.
+
+``--target settings`` fuzzes what else a repository controls (issue 22): a ``[tool.moe-lint]``
+table, grown from the README's example and mutated value-wise (odd numbers, NaN, long or
+line-breaking strings, hostile globs such as ``*a*a*a*a*a*b``, ``[z-a]``, repeated ``**/``,
+``~nobody`` model paths, 3,000-item lists, deep nesting, unknown keys, wrong shapes) and
+byte-wise, written as a pyproject.toml and read with ``load_pyproject``; then its selectors are
+checked, a config is linted under it with a long and deep file name, and its exclude patterns
+are tried on long names. ``--target packs`` does the same for a rule pack: 1-5 rules of the
+shipped packs, renamed, mutated field-wise (hostile expressions and templates, odd values,
+huge lets, deep nesting, aliases) and byte-wise, loaded with ``load_catalogue(extra_packs=...)``
+and run on a config. A settings or pack case fails when anything but a ``moe_lint.Error``
+escapes, when an error message is empty, longer than one line or than
+``bounds.MAX_MESSAGE_CHARS``, or on the time and memory limits above. ``--target all`` mixes
+the three kinds.
 
 ``--hf`` fuzzes the other input an attacker's pull request controls: the HF ``config.json`` read
 as the model (config/hf_config.py). Each case starts from a real one (``tests/data/hf-configs``)
@@ -47,12 +62,14 @@ non-integer in hidden_size, num_attention_heads or vocab_size is accepted ("sile
 
     python bench/fuzz.py --hf --cases 8000 --seed 1
 
-Failing inputs are written to ``--save DIR`` (default a temp dir) as ``case-N.yaml`` (with
-``--hf``: ``case-N.json``) with a ``.txt`` next to it naming the failure. The report (stdout)
-gives cases, cases/s, failures by kind and the seed, so a run can be repeated exactly::
+Failing inputs are written to ``--save DIR`` (default a temp dir) as ``case-N.yaml`` (or
+``.toml``; with ``--hf``, ``.json``) with a ``.txt`` next to it naming the failure. The report
+(stdout) gives cases, cases/s, failures by kind and the seed, so a run can be repeated exactly::
+
 
     python bench/fuzz.py --seconds 600              # ten minutes
     python bench/fuzz.py --cases 20000 --seed 7
+    python bench/fuzz.py --target settings --cases 8000
 """
 
 from __future__ import annotations
@@ -545,6 +562,276 @@ def _check_hf_plan(
             return f"crash: plan exit {code}: {err.strip()[-300:]}"
         if code == 2 and len(err.strip().splitlines()) != 1:
             return f"input error not one line: plan: {err[:300]!r}"
+
+
+# --------------------------------------------------------------------------- settings and packs
+
+#: The README's ``[tool.moe-lint]`` example, the seed every settings case grows from.
+SETTINGS_SEED: dict[str, Any] = {
+    "gpus": 256, "gpu": "h100", "model": "deepseek-v3", "select": ["ALL"], "extend-select": [],
+    "ignore": ["PAR003"], "fail-on": "error", "format": "text", "bridge": "0.6",
+    "megatron-core": "0.19", "extra-fields": ["model.my_gate_width"],
+    "introspect-bridge": False, "extend-exclude": ["configs/old/**", "scratch"],
+    "memory": {"routing_imbalance": 1.5, "warn-headroom": 0.1},
+    "per-file": {"configs/dsv3/*.yaml": {"gpus": 512, "model": "deepseek-v3"}},
+    "per-file-ignores": {"configs/debug/*.yaml": ["PAR004", "PAR005"]},
+}  # fmt: skip
+HOSTILE_GLOBS = [
+    "*a*a*a*a*a*a*b.yaml", "**/" * 40 + "q.yaml", "**/a/" * 30 + "x", "[z-a]", "[[:alpha:]]*",
+    "a[b--c]", "[a&&b]", "[", "[!]", "x[]", "\\", "*" * 600, "?" * 300 + "*b", "[^/]*", "",
+    "/", "./**/", "**", "***", "a/**/b/**/c/**/d", "\n", "\x00", "~nobody/*",
+]  # fmt: skip
+ODD_SETTINGS: list[Any] = [
+    0, -1, 2**63, 10**30, 1.5, float("nan"), float("inf"), -0.0, True, False, "", "x" * 70_000,
+    "a\nb", "a\x00b", "~nobody/config.json", "/dev/zero", "../" * 200, "ALL", "PAR", "PAR001",
+    "NOPE999", [], ["PAR"] * 3_000, [[[[["deep"]]]]], {}, {"a": {"b": {"c": 1}}},
+    {"x": [1, {"y": "z"}]}, "xml", "nan", "1e999", "٣", *HOSTILE_GLOBS,
+]  # fmt: skip
+SETTING_KEYS = [
+    *SETTINGS_SEED, "exclude", "rules", "nodes", "gpus-per-node", "transformer-engine",
+    "per_file_ignores", "unknown-key", "a\nb", "\u202e",
+]  # fmt: skip
+
+
+def _deep(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def mutate_settings(table: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One value-wise change of a ``[tool.moe-lint]`` table (in place; returned)."""
+    kind = rng.randrange(8)
+    key = rng.choice(SETTING_KEYS)
+    odd = rng.choice(ODD_SETTINGS)
+    if kind == 0:
+        table[key] = odd
+    elif kind == 1:  # a hostile glob where globs go
+        target = rng.choice(["extend-exclude", "exclude", "per-file-ignores", "per-file"])
+        glob = rng.choice(HOSTILE_GLOBS)
+        if target in ("per-file-ignores", "per-file"):
+            section = table.setdefault(target, {})
+            if isinstance(section, dict):
+                section[glob] = ["PAR004"] if target == "per-file-ignores" else {"gpus": 8}
+        else:
+            table[target] = [glob] * rng.randint(1, 20)
+    elif kind == 2:  # many entries
+        target = rng.choice(["select", "ignore", "per-file-ignores", "extend-exclude"])
+        count = rng.choice([10, 500, 1_999, 2_001, 5_000])
+        if target == "per-file-ignores":
+            table[target] = {f"x{i}/*.yaml": ["PAR001"] for i in range(count)}
+        else:
+            table[target] = [rng.choice(["PAR", "PAR001", "*.yaml"]) for _ in range(count)]
+    elif kind == 3:
+        table[key] = _deep(odd, rng.choice([3, 60, 70, 500]))
+    elif kind == 4:  # a nested table's value
+        section = rng.choice(["memory", "per-file", "per-file-ignores"])
+        inner = table.get(section)
+        if isinstance(inner, dict) and inner:
+            inner[rng.choice(list(inner))] = odd
+        else:
+            table[section] = {str(rng.choice(HOSTILE_GLOBS)): odd}
+    elif kind == 5:
+        table.pop(key, None)
+    elif kind == 6:  # the memory table with odd numbers
+        table["memory"] = {rng.choice(["nccl_gib", "routing_imbalance", "flash_attention",
+                                       "warn-headroom", "bogus"]): odd}  # fmt: skip
+    else:
+        table[rng.choice(["model", "gpu", "bridge", "megatron-core"])] = rng.choice(
+            [odd, "~nobody/x", "a" * 5_000 + "/config.json", "x\x00y", "deepseek-v3"]
+        )
+    return table
+
+
+def _toml_key(key: str) -> str:
+    return json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML inline value (JSON's string escapes are TOML's; NaN and infinities by name)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value))
+
+
+def settings_toml(table: dict[str, Any]) -> str:
+    return "[tool.moe-lint]\n" + "".join(
+        f"{_toml_key(k)} = {_toml_value(v)}\n" for k, v in table.items()
+    )
+
+
+def make_settings_case(rng: random.Random) -> bytes:
+    """A pyproject.toml: the seed table after 1-4 value-wise mutations, sometimes byte-wise."""
+    import copy
+
+    table = copy.deepcopy(SETTINGS_SEED)
+    for _ in range(rng.randint(1, 4)):
+        mutate_settings(table, rng)
+    try:
+        raw = settings_toml(table).encode("utf-8", "surrogatepass")
+    except RecursionError:
+        raw = b"[tool.moe-lint]\nx = " + b"[" * 5_000 + b"]" * 5_000 + b"\n"
+    if rng.random() < 0.3:
+        for _ in range(rng.randint(1, 3)):
+            raw = mutate_bytes(raw, rng)
+    return raw
+
+
+#: Names a linted file may have: long, deep, odd (the settings' globs are matched on them).
+def _hostile_names(folder: Path) -> list[str]:
+    return [
+        str(folder / ("a" * 200 + ".yaml")),
+        str(folder.joinpath(*["d"] * 60, "x.yaml")),
+        str(folder / "configs" / "debug" / "a\nb.yaml"),
+        str(folder / "scratch" / "[z-a].yaml"),
+    ]
+
+
+def _error_problem(exc: BaseException) -> str | None:
+    """A moe-lint error's message must be one non-empty line within MAX_MESSAGE_CHARS."""
+    from moe_lint.bounds import MAX_MESSAGE_CHARS
+
+    text = str(exc)
+    if not text.strip() or "\n" in text.strip() or len(text) > MAX_MESSAGE_CHARS:
+        return f"error message not one bounded line: {text[:200]!r} ({len(text):,} chars)"
+    return None
+
+
+def check_settings_case(raw: bytes, catalogue: Any, folder: Path, config: str) -> str | None:
+    """Read ``raw`` as a pyproject.toml, then use the settings as ``moe-lint`` would."""
+    from moe_lint.config.load import parse_text
+    from moe_lint.config.settings import load_pyproject
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.errors import Error
+    from moe_lint.files import excluder_for
+    from moe_lint.linting import check_selectors, lint_document
+
+    path = folder / "pyproject.toml"
+    path.write_bytes(raw)
+    names = _hostile_names(folder)
+    try:
+        settings, _ = load_pyproject(path)
+        if settings.rules:
+            catalogue = load_catalogue(extra_packs=settings.rules, plugins=False)
+        check_selectors(catalogue, settings)
+        exclude = None if settings.exclude is None else [(p, folder) for p in settings.exclude]
+        excluder = excluder_for(exclude, [(p, folder) for p in settings.extend_exclude])
+        for name in names:
+            excluder.excluded(name, False)
+            excluder.excluded_with_parents(name)
+        name = names[len(raw) % len(names)]
+        result = lint_document(parse_text(config, name), catalogue, settings, [], {})
+        if result.error is not None and "\n" in result.error.strip():
+            return f"input error not one line: {result.error[:200]!r}"
+    except Error as exc:
+        return _error_problem(exc)
+    return None
+
+
+#: Expressions and templates a hostile pack may hold.
+HOSTILE_EXPRESSIONS = [
+    "(10**10000)**10000 > 1", "cp ** 100000000 > 1", "len('%0999999999d' % 0) > 1",
+    "(" * 300 + "cp" + ")" * 300 + " > 0", "-" * 5000 + "cp > 0", "+".join(["cp"] * 2500),
+    "[x for x in range(10**9)] == []", "__import__('os')", "lambda: 1", "cp.__class__",
+    "open('/etc/passwd')", "x" * 20_000, "", "   ", "cp >", "str(cp) * 10**8 == ''",
+    "[len for len in [cp]]", "divisors(10**18)", "round(cp, 10**9) > 0", "True", "1",
+]  # fmt: skip
+HOSTILE_TEMPLATES = [
+    "{cp:0999999999d}", "{cp!a}", "{model._config}", "{_pow}", "{", "}", "{{}}", "{cp[0]}",
+    "x" * 20_000, "{nosuch}", "{model.nosuch}", "\x1b[31m{cp}", "line\nbreak {cp}",
+]  # fmt: skip
+
+
+def pack_seeds() -> list[dict[str, Any]]:
+    """The shipped rules as data (yaml.safe_load of rules/*.yaml)."""
+    import yaml
+
+    rules: list[dict[str, Any]] = []
+    for path in sorted((REPO / "rules").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        rules.extend(r for r in data.get("rules", []) if isinstance(r, dict))
+    return rules
+
+
+def mutate_rule(rule: dict[str, Any], rng: random.Random) -> None:
+    kind = rng.randrange(7)
+    field = rng.choice([*sorted(rule), "let", "when", "fix", "versions", "bogus-key"])
+    if kind == 0:
+        rule[field] = rng.choice([*ODD_VALUES[:-2], *HOSTILE_EXPRESSIONS[:4]])
+    elif kind == 1:
+        rule["when" if "when" in rule else "check"] = rng.choice(HOSTILE_EXPRESSIONS)
+    elif kind == 2:
+        rule["message"] = rng.choice(HOSTILE_TEMPLATES)
+    elif kind == 3:
+        rule["let"] = {f"v{i}": rng.choice([*HOSTILE_EXPRESSIONS[:6], "cp + 1"])
+                       for i in range(rng.choice([1, 20, 400]))}  # fmt: skip
+    elif kind == 4:
+        rule[field] = _deep(rng.choice(["x", 1, {}]), rng.choice([10, 70, 400]))
+    elif kind == 5:
+        rule["versions"] = rng.choice([{"megatron-core": ">=" + "9" * 5000}, {"nope": ">1"},
+                                       {"bridge": "~=0.6"}, "x"])  # fmt: skip
+    else:
+        rule.pop(field, None)
+
+
+def make_pack_case(rng: random.Random, seeds: list[dict[str, Any]]) -> bytes:
+    """A rule pack: 1-5 shipped rules renamed (so they do not clash), mutated field-wise,
+    dumped, sometimes with a shared anchor and byte-wise mutations."""
+    import copy
+
+    import yaml
+
+    rules = []
+    for i in range(rng.randint(1, 5)):
+        rule = copy.deepcopy(rng.choice(seeds))
+        rule["code"], rule["name"] = f"ZZF{i:03d}", f"fuzz-rule-{i}"
+        for _ in range(rng.randint(0, 3)):
+            mutate_rule(rule, rng)
+        rules.append(rule)
+    if rng.random() < 0.05:
+        rules = rules * rng.choice([100, 600])  # past MAX_PACK_RULES (and code clashes)
+    try:
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        text = yaml.dump({"pack": "fuzz", "rules": rules}, Dumper=dumper, sort_keys=False,
+                         width=200)  # fmt: skip
+    except (yaml.YAMLError, RecursionError, ValueError):
+        text = "rules: []\n"
+    raw = text.encode("utf-8", "surrogatepass")
+    if rng.random() < 0.3:
+        for _ in range(rng.randint(1, 3)):
+            raw = mutate_bytes(raw, rng)
+    return raw
+
+
+def check_pack_case(raw: bytes, folder: Path, config: str) -> str | None:
+    """Load ``raw`` as an extra rule pack and lint a config with it."""
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.errors import Error
+    from moe_lint.linting import lint_text
+
+    path = folder / "pack.yaml"
+    path.write_bytes(raw)
+    try:
+        catalogue = load_catalogue(extra_packs=[path], plugins=False)
+        result = lint_text(config, catalogue, path="fuzz.yaml")
+        if result.error is not None and "\n" in result.error.strip():
+            return f"input error not one line: {result.error[:200]!r}"
+    except Error as exc:
+        return _error_problem(exc)
     return None
 
 
@@ -590,6 +877,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dump-case", type=int, metavar="N",
                    help="write case N of --seed to --save (or stdout) and stop: a reported "
                    "case again, without running the cases before it")  # fmt: skip
+    p.add_argument(
+        "--target",
+        choices=("configs", "settings", "packs", "all"),
+        default="configs",
+        help="what to mutate: configs (default), pyproject settings, rule packs, or all three",
+    )
     ns = p.parse_args(argv)
     import os
 
@@ -605,6 +898,13 @@ def main(argv: list[str] | None = None) -> int:
     schema = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     corpus = hf_seeds() if ns.hf else seeds()
+    packs = pack_seeds() if ns.target in ("packs", "all") else []
+    good = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
+    scratch = Path(tempfile.mkdtemp(prefix="moe-lint-fuzz-work-"))
+    if ns.hf:
+        kinds = ["hf"]
+    else:
+        kinds = ["configs", "settings", "packs"] if ns.target == "all" else [ns.target]
     rng = random.Random(ns.seed)
     if ns.dump_case:  # the checks draw nothing from rng: generating alone replays the cases
         for _ in range(ns.dump_case):
@@ -620,6 +920,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="moe-lint-fuzz-hf-"))
     (work / "x.yaml").write_text(HF_YAML, encoding="utf-8")
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     failures: Counter[str] = Counter()
     examples: list[dict[str, Any]] = []
     slowest = 0.0
@@ -631,23 +932,41 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not ns.cases and time.perf_counter() - start >= ns.seconds:
             break
-        name, text, expect = (make_hf_case if ns.hf else make_case)(rng, corpus)
+        kind_of_case = rng.choice(kinds) if len(kinds) > 1 else kinds[0]
+        suffix = ".yaml"
+        if kind_of_case == "settings":
+            name, text, expect, suffix = "pyproject.toml", make_settings_case(rng), None, ".toml"
+        elif kind_of_case == "packs":
+            name, text, expect = "rules/*.yaml", make_pack_case(rng, packs), None
+        elif kind_of_case == "hf":
+            name, text, expect = make_hf_case(rng, corpus)
+            suffix = ".json"
+        else:
+            name, text, expect = make_case(rng, corpus)
         cases += 1
         cpu0 = _cpu()
         # --hf: five commands a case (each held to --case-seconds), a whole plan on some
-        hang_after = max(ns.case_seconds * 5, 1.0) * (12 if ns.hf else 1)
+        scale = 12 if ns.hf else 1
+        hang_after = max(ns.case_seconds * 5, 1.0) * scale  # CPU seconds: a busy hang
+        blocked_after = max(ns.case_seconds * 30, 60.0) * scale  # wall seconds: a blocking one
         try:
-            signal.setitimer(signal.ITIMER_REAL, hang_after)
-            if ns.hf:
+            signal.setitimer(signal.ITIMER_PROF, hang_after)
+            signal.setitimer(signal.ITIMER_REAL, blocked_after)
+            if kind_of_case == "hf":
                 full_plan = ns.plan_every > 0 and cases % ns.plan_every == 0
                 failure = check_hf_case(text, work, ns.case_seconds, full_plan, expect)
+            elif kind_of_case == "settings":
+                failure = check_settings_case(text, catalogue, scratch, good)
+            elif kind_of_case == "packs":
+                failure = check_pack_case(text, scratch, good)
             else:
                 failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0, expect)
         except Hang:
-            failure = f"hang: over {hang_after:.0f} s"
+            failure = f"hang: over {hang_after:.0f} s CPU or {blocked_after:.0f} s"
         except Exception as exc:  # the finding this script exists for
             failure = f"crash: {type(exc).__name__}: {str(exc)[:200]}"
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
         spent = _cpu() - cpu0
         if spent > slowest:
@@ -660,7 +979,7 @@ def main(argv: list[str] | None = None) -> int:
         if failure is not None:
             kind = failure.split(":")[0]
             failures[kind] += 1
-            target = save / f"case-{cases}.{'json' if ns.hf else 'yaml'}"
+            target = save / f"case-{cases}{suffix}"
             target.write_bytes(text)
             target.with_suffix(".txt").write_text(f"from {name}\n{failure}\n", encoding="utf-8")
             if len(examples) < 20:
@@ -669,6 +988,9 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "memory":  # peak RSS cannot go down again: stop counting it
                 break
     wall = time.perf_counter() - start
+    import shutil
+
+    shutil.rmtree(scratch, ignore_errors=True)
     report = {
         "mode": "hf" if ns.hf else "yaml",
         "seed": ns.seed,
@@ -681,13 +1003,15 @@ def main(argv: list[str] | None = None) -> int:
         "slowest_case": slowest_case,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "seed_files": len(corpus),
+        "target": ns.target,
         "examples": examples,
         "saved_to": str(save),
     }
     if ns.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"fuzz: {cases} cases in {wall:.1f} s ({report['cases_per_second']} cases/s), "
+        rate = report["cases_per_second"]
+        print(f"fuzz ({ns.target}): {cases} cases in {wall:.1f} s ({rate} cases/s), "
               f"seed {ns.seed}, {len(corpus)} seed files")  # fmt: skip
         print(f"failures: {report['failures']} {dict(failures) or ''}".rstrip())
         print(f"slowest case: {slowest:.3f} s CPU (case {slowest_case.get('case')}); "

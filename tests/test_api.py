@@ -482,3 +482,147 @@ def test_the_readme_launcher_gates_sbatch(tmp_path: Path) -> None:
     ok = launch(str(QWEN_SFT), "--gpus", "64", "--gpu", "h100")
     assert ok.returncode == 0, ok.stderr
     assert "submitted" in ok.stdout
+
+
+# ----------------------------------------------------------------- hostile calls (issue 22)
+
+GOOD_TEXT = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
+
+
+class _Raising(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise ValueError("the caller's own mapping failed")
+
+
+def _cycle() -> dict[str, Any]:
+    data: dict[str, Any] = {"model": {}}
+    data["model"]["again"] = data
+    return data
+
+
+#: (label, call, the moe_lint.Error subclass, text the message holds). Each escaped as a
+#: ValueError, RuntimeError, TypeError or RecursionError (or held a 50 MB message) before.
+HOSTILE_CALLS: list[tuple[str, Any, type[Exception], str]] = [
+    ("model-tilde", lambda: moe_lint.lint(text=GOOD_TEXT, model="~nosuchuser/x"),
+     moe_lint.UsageError, "not a usable path"),
+    ("model-nul", lambda: moe_lint.lint(text=GOOD_TEXT, model="a\0b/config.json"),
+     moe_lint.UsageError, "no model preset"),
+    ("gpus-huge", lambda: moe_lint.lint(text=GOOD_TEXT, gpus=10**5000),
+     moe_lint.UsageError, "bounds.MAX_GPUS"),
+    ("gpu-int", lambda: moe_lint.lint(text=GOOD_TEXT, gpu=5), moe_lint.ArgumentError, "gpu"),
+    ("bytes-key", lambda: moe_lint.lint({"model": {b"k" * 50_000_000: 1}}),
+     moe_lint.InputError, "is not a string"),
+    ("object-value", lambda: moe_lint.lint({"model": {"x": object()}}),
+     moe_lint.InputError, "not a YAML value"),
+    ("raising-mapping", lambda: moe_lint.lint({"model": _Raising(a=1)}),
+     moe_lint.InputError, "reading the mapping raised ValueError"),
+    ("cycle", lambda: moe_lint.lint(_cycle()), moe_lint.InputError, "nesting deeper than"),
+    ("huge-string", lambda: moe_lint.lint({"model": {"x": "y" * 9_000_000}}),
+     moe_lint.InputError, "characters in the mapping"),
+    ("text-too-large", lambda: moe_lint.lint(text="x" * 9_000_000),
+     moe_lint.InputError, "too large"),
+    ("path-nul", lambda: moe_lint.lint("a\0b.yaml"), moe_lint.InputError, "NUL"),
+    ("path-too-long", lambda: moe_lint.lint("a" * 10_000), moe_lint.UsageError,
+     "bounds.MAX_NAME_CHARS"),
+    ("path-device", lambda: moe_lint.lint(os.devnull), moe_lint.InputError, "not a regular file"),
+    ("deep-override", lambda: moe_lint.lint(text=GOOD_TEXT, overrides=[
+        "model.x=" + "[" * 500 + "]" * 500]), moe_lint.UsageError, "bounds.MAX_DEPTH"),
+    ("deep-override-key", lambda: moe_lint.lint(text=GOOD_TEXT, overrides=[
+        "+model." + "a." * 3_000 + "b=1"]), moe_lint.UsageError, "bounds.MAX_DEPTH"),
+    ("5000-overrides", lambda: moe_lint.lint(text=GOOD_TEXT, overrides=[
+        f"model.k{i}=1" for i in range(5_000)]), moe_lint.UsageError, "bounds.MAX_OVERRIDES"),
+    ("long-override", lambda: moe_lint.lint(text=GOOD_TEXT, overrides=[
+        "model.x=" + "1" * 100_000]), moe_lint.UsageError, "bounds.MAX_OVERRIDE_CHARS"),
+    ("settings-int-key", lambda: moe_lint.lint(text=GOOD_TEXT, settings={1: 2}),
+     moe_lint.UsageError, "is not a string"),
+    ("settings-bytes-key", lambda: moe_lint.lint(text=GOOD_TEXT, settings={b"k" * 50_000_000: 1}),
+     moe_lint.UsageError, "is not a string"),
+    ("settings-nested-int-key", lambda: moe_lint.lint(text=GOOD_TEXT, settings={
+        "per-file": {"*": {1: 2}}}), moe_lint.UsageError, "not a string"),
+    ("settings-nan", lambda: moe_lint.lint(text=GOOD_TEXT, settings={
+        "memory": {"nccl_gib": float("nan")}}), moe_lint.UsageError, "finite number"),
+    ("settings-pfi-string", lambda: moe_lint.lint(text=GOOD_TEXT, settings={
+        "per_file_ignores": {"*": "PAR001"}}), moe_lint.UsageError, "must be a list"),
+    ("settings-object", lambda: moe_lint.lint(text=GOOD_TEXT, settings={"select": [object()]}),
+     moe_lint.UsageError, "holds a object"),
+    ("settings-many", lambda: moe_lint.lint(text=GOOD_TEXT, settings={
+        "select": ["PAR"] * 100_000}), moe_lint.UsageError, "bounds.MAX_SETTING_VALUES"),
+    ("settings-device", lambda: moe_lint.lint(text=GOOD_TEXT, settings=os.devnull),
+     moe_lint.UsageError, "not a regular file"),
+    ("no-config", lambda: moe_lint.lint(), moe_lint.ArgumentError, "pass a config"),
+    ("overrides-string", lambda: moe_lint.lint(text=GOOD_TEXT, overrides="model.x=1"),
+     moe_lint.ArgumentError, "sequence of strings"),
+    ("text-bytes", lambda: moe_lint.lint(text=b"model: {}"), moe_lint.ArgumentError, "str"),
+    ("estimate-model-tilde", lambda: moe_lint.estimate(text=GOOD_TEXT, model="~nosuchuser/x"),
+     moe_lint.UsageError, "not a usable path"),
+    ("estimate-deep-override", lambda: moe_lint.estimate(text=GOOD_TEXT, overrides=[
+        "model.x=" + "[" * 500 + "]" * 500]), moe_lint.UsageError, "bounds.MAX_DEPTH"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("label", "call", "kind", "needle"), HOSTILE_CALLS, ids=[c[0] for c in HOSTILE_CALLS]
+)
+def test_every_api_failure_is_a_bounded_moe_lint_error(
+    label: str, call: Any, kind: type[Exception], needle: str
+) -> None:
+    with pytest.raises(moe_lint.Error) as info:
+        call()
+    assert isinstance(info.value, kind), (type(info.value), info.value)
+    assert needle in str(info.value), str(info.value)[:500]
+    assert len(str(info.value)) < 1_000 and "\n" not in str(info.value)
+
+
+def test_a_filename_the_os_cannot_resolve_is_only_a_name() -> None:
+    """``filename`` is matched against ``per-file`` globs: resolving a NUL raised ValueError."""
+    found = moe_lint.lint(text=GOOD_TEXT, filename="a\0b.yaml",
+                          settings={"per-file-ignores": {"*.yaml": ["PAR004"]}})  # fmt: skip
+    assert found and all(f.code != "PAR004" and f.file == "a\0b.yaml" for f in found)
+
+
+def test_wrong_call_shapes_are_also_type_errors() -> None:
+    with pytest.raises(TypeError) as info:
+        moe_lint.lint()
+    assert isinstance(info.value, moe_lint.ArgumentError)
+
+
+def test_an_unexpected_failure_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import moe_lint.api
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RecursionError("x" * 100_000)
+
+    monkeypatch.setattr(moe_lint.api, "lint_document", broken)
+    with pytest.raises(moe_lint.InternalError) as info:
+        moe_lint.lint(text=GOOD_TEXT)
+    assert isinstance(info.value.__cause__, RecursionError)
+    assert str(info.value).startswith("internal error: RecursionError: xxx")
+    assert len(str(info.value)) < 5_000
+
+
+def test_the_per_file_time_limit_covers_an_api_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the CLI's one-process path: a SIGALRM timer on the main thread (none of the caller's
+    running), the handler restored after; off the main thread there is no timer."""
+    import signal
+    import threading
+
+    import moe_lint.api
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        while True:
+            pass
+
+    before = signal.getsignal(signal.SIGALRM)
+    monkeypatch.setenv("MOE_LINT_FILE_TIMEOUT", "0.2")
+    monkeypatch.setattr(moe_lint.api, "lint_document", slow)
+    with pytest.raises(moe_lint.InputError) as info:
+        moe_lint.lint(text=GOOD_TEXT, filename="slow.yaml")
+    assert info.value.file == "slow.yaml" and "per-file limit" in info.value.message
+    assert signal.getsignal(signal.SIGALRM) is before
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    monkeypatch.undo()
+    found: list[Any] = []
+    worker = threading.Thread(target=lambda: found.append(moe_lint.lint(text=GOOD_TEXT)))
+    worker.start()
+    worker.join(60)
+    assert found and found[0] == moe_lint.lint(text=GOOD_TEXT)

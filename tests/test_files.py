@@ -3,11 +3,16 @@ stdin, and one bad file never hides the others (all are linted, the exit code is
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import os
+import random
+import re
 import subprocess
 import sys
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,9 +20,11 @@ import pytest
 from conftest import REPO
 from conftest import run_main as run
 from moe_lint.files import excluder_for, expand
+from moe_lint.globs import fnmatch_regex, path_regex
 
 EXAMPLES = REPO / "examples"
-#: Warnings only (PAR004, PAR005 at 256 GPUs): exit 0 at the default --fail-on error.
+#: Warnings only (MEM002 for the central estimate's 3.7 GiB spare, PAR004, PAR005 at 256 GPUs):
+#: exit 0 at the default --fail-on error.
 GOOD = (EXAMPLES / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
 #: Errors (PAR001, MOE001, ...): exit 1.
 BROKEN = (EXAMPLES / "dsv3_128k_h100_broken.yaml").read_text(encoding="utf-8")
@@ -191,7 +198,7 @@ def test_glob_matching_nothing_is_that_arguments_error(
     assert code == 2
     assert err.strip() == "configs/**/*.toml: error: no file matches this pattern"
     records = json.loads(out)
-    assert {r["code"] for r in records} == {"E000", "PAR004", "PAR005"}
+    assert {r["code"] for r in records} == {"E000", "MEM002", "PAR004", "PAR005"}
     assert "Traceback" not in out + err
 
 
@@ -290,12 +297,15 @@ def test_stdin_with_filename_gives_locations_and_per_file_settings(
     )
     _stdin(monkeypatch, GOOD)
     code, out, _ = run(capsys, "-", "--format", "concise")
-    assert code == 0 and out.startswith("-:13:3: PAR004 [warning]")
+    assert code == 0 and out.startswith("-:7:1: MEM002 [warning]")
+    assert "\n-:13:3: PAR004 [warning]" in out
     _stdin(monkeypatch, GOOD)
     code, out, _ = run(capsys, "-", "--stdin-filename", "configs/debug/x.yaml", "--format", "json")
     found = json.loads(out)
-    assert {f["code"] for f in found} == {"PAR005"}
-    assert found[0]["file"] == "configs/debug/x.yaml" and found[0]["line"] == 15
+    assert {f["code"] for f in found} == {"MEM002", "PAR005"}
+    assert {(f["file"], f["line"]) for f in found if f["code"] == "PAR005"} == {
+        ("configs/debug/x.yaml", 15)
+    }
     # --stdin-filename alone reads stdin (ruff does the same); per-file tables apply (to a
     # config without the in-file directive, which would win over pyproject).
     _stdin(monkeypatch, GOOD.replace("# moe-lint: gpus=256", "# moe-lint:"))
@@ -386,3 +396,126 @@ def test_fix_over_a_folder_writes_each_file(
     assert "Fixed " in err and " in 2 files (" in err
     for path in (first, second):
         assert "[mla_up_proj, layernorm, moe, mlp]" in path.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- glob matching
+
+
+def _naive_component(part: str) -> str:
+    """The backtracking translation files.compile_glob used before issue 22 (one folder or
+    file name of a path glob), kept to pin the linear-time one to its answers."""
+    out, i = [], 0
+    while i < len(part):
+        char = part[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = i + 1
+            if end < len(part) and part[end] in "!^":
+                end += 1
+            if end < len(part) and part[end] == "]":
+                end += 1
+            end = part.find("]", end)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = part[i + 1 : end]
+                negate = body[:1] in ("!", "^")
+                body = body[1:] if negate else body
+                body = body.replace("\\", "\\\\").replace("^", "\\^")
+                out.append(f"[{'^/' if negate else ''}{body}]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _naive_glob(pattern: str) -> re.Pattern[str]:
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    out = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out += ".+" if last else "(?:[^/]+/)*"
+        else:
+            out += _naive_component(part) + ("" if last else "/")
+    return re.compile(out)
+
+
+def _random_cases(seed: int, count: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        pattern = "".join(rng.choice("ab*?[]!^-/ab/*") for _ in range(rng.randint(1, 9)))
+        if rng.random() < 0.3:
+            pattern = pattern.replace("*", "**", 1)
+        path = "/".join(
+            "".join(rng.choice("ab[]-!^") for _ in range(rng.randint(1, 4)))
+            for _ in range(rng.randint(1, 4))
+        )
+        cases.append((pattern, path))
+    return cases
+
+
+#: The naive translation's own bug: a negated class whose first member is ``]`` closed early
+#: (``[!]a]`` became ``[^/]a]``); globs read it as fnmatch does (not ``]``, not ``a``).
+_NAIVE_BUG = re.compile(r"\[[!^]\]")
+
+
+def test_path_globs_match_as_the_backtracking_translation() -> None:
+    """Leftmost atomic matching (moe_lint.globs) answers as the naive regex on every small
+    pattern the naive one compiles (it raised on ``[z-a]``; globs match nothing there)."""
+    checked = 0
+    for pattern, path in _random_cases(22, 60_000):
+        if _NAIVE_BUG.search(pattern):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                naive = _naive_glob(pattern)
+        except re.error:
+            continue
+        checked += 1
+        expected = naive.fullmatch(path) is not None
+        assert (path_regex(pattern).fullmatch(path) is not None) == expected, (pattern, path)
+    assert checked > 50_000
+
+
+#: fnmatch merges an empty range at the start of a class into a leading "!" and then reads it
+#: as a negation (``[--!!]`` matches any character): a CPython quirk, not a glob meaning.
+_FNMATCH_QUIRK = re.compile(r"\[!?(.)-(.)")
+
+
+def test_fnmatch_globs_match_as_fnmatch() -> None:
+    checked = 0
+    for pattern, path in _random_cases(23, 60_000):
+        quirk = _FNMATCH_QUIRK.search(pattern)
+        if quirk and quirk.group(1) > quirk.group(2):
+            continue
+        checked += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = fnmatch.fnmatchcase(path, pattern)
+        assert (fnmatch_regex(pattern).fullmatch(path) is not None) == expected, (pattern, path)
+    assert checked > 50_000
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        ("*a*a*a*a*a*a*a*b.yaml", "a" * 255),
+        ("*" + "a" * 500 + "b", "a" * 255),
+        ("**/" * 100 + "q.yaml", "/".join(["d"] * 2000)),
+        ("**/a/" * 80 + "q.yaml", "/".join(["a"] * 2000)),
+        ("**/" + "*a*a*a*b/" * 50 + "q", "/".join(["a" * 200] * 20)),
+    ],
+    ids=["stars", "long-fixed", "globstars", "globstar-runs", "stars-in-folders"],
+)
+def test_glob_matching_is_fast_on_hostile_patterns(pattern: str, text: str) -> None:
+    for regex in (path_regex(pattern), fnmatch_regex(pattern)):
+        start = time.process_time()
+        assert regex.fullmatch(text) is None
+        assert time.process_time() - start < 0.2, (pattern[:40], regex.pattern[:80])

@@ -76,3 +76,22 @@ def test_hf_fuzz_script_reports_a_failure(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["by_kind"] == {"slow": 3}
     assert len(list(tmp_path.glob("case-*.json"))) == 3
+
+
+def test_settings_and_pack_fuzzing_finds_nothing(tmp_path: Path) -> None:
+    """The pyproject-settings and rule-pack mutators (issue 22) run and find nothing on a short
+    run of each; the long run is ``python bench/fuzz.py --target all --cases 8000``."""
+    for target, cases in (("settings", 60), ("packs", 30)):
+        proc = subprocess.run(
+            [*FUZZ, "--save", str(tmp_path), "--target", target, "--cases", str(cases),
+             "--seed", "5", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )  # fmt: skip
+        report = json.loads(proc.stdout)
+        assert report["target"] == target and report["cases"] == cases
+        assert report["failures"] == 0, report["examples"]
+        assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.iterdir())

@@ -88,6 +88,22 @@ REFUSED: list[tuple[str, str | bytes, str]] = [
     ("key-binary", "model:\n  !!binary aGVsbG8=: 1\n", "unsupported mapping key"),
     ("key-timestamp", "model:\n  !!timestamp 2001-01-01: 1\n", "unsupported mapping key"),
     ("long-tag", "model: !" + "a" * 1_000_000 + " {a: 1}\n", "unsupported YAML tag"),
+    # Composed in full before any node was counted (issue 22): 700,000 entries of one flow
+    # mapping took 570 MB and 6 s; 99,000 unknown keys (under the old 200,000-node bound)
+    # took 8.5 s and 611 MB in the rules and the report.
+    ("flow-map-700k", "model: {" + ", ".join(f"k{i}: 1" for i in range(700_000)) + "}\n",
+     "bounds.MAX_NODES"),
+    ("unknown-keys-99k", "model:\n" + "".join(f"  k{i}: 1\n" for i in range(99_000)),
+     "bounds.MAX_NODES"),
+    ("flat-list-4m", "model:\n  x: [" + ",".join(["1"] * 4_000_000) + "]\n", "bounds.MAX_NODES"),
+    ("suppressions-7k", "model:\n" + "  # moe-lint: disable=SCH001\n" * 7_000 + "  zz: 1\n",
+     "bounds.MAX_SUPPRESSIONS"),
+    # Each comment scan (directives, suppressions, the nesting estimate) looped over every
+    # line: a million comment lines took 2.5 s more than the config.
+    ("lines-1m", GOOD + "# hello\n" * 1_000_000, "bounds.MAX_LINES"),
+    ("lines-cr", GOOD + "#\r" * 200_000, "bounds.MAX_LINES"),
+    ("findings-7k", "model:\n" + "  # moe-lint: disable=PAR001\n" * 5_000
+     + "".join(f"  zz_{i}: 1\n" for i in range(2_000)), "bounds.MAX_FINDINGS"),
 ]  # fmt: skip
 
 
@@ -236,7 +252,7 @@ def test_stacked_own_line_suppressions(tmp_path: Path) -> None:
 
 def test_thousands_of_unknown_keys(tmp_path: Path) -> None:
     """Each unknown key ran difflib over ~600 field names and rebuilt the release tables."""
-    count = 10_000
+    count = 5_000  # within bounds.MAX_FINDINGS (and MAX_NODES)
     text = "model:\n  tensor_model_paralel_size: 1\n"  # a typo: still gets its suggestion
     text += "".join(f"  zz_unknown_{i}: 1\n" for i in range(count))
     _, out, _ = _lint(tmp_path, text, "--format", "concise")
@@ -244,6 +260,22 @@ def test_thousands_of_unknown_keys(tmp_path: Path) -> None:
     assert "did you mean 'model.tensor_model_parallel_size'" in out
     # Past bounds.MAX_SUGGESTIONS searches the keys are reported without one.
     assert out.count("did you mean") <= bounds.MAX_SUGGESTIONS
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "# moe-lint: gpus=8\n" * 99_000,
+        "# hello\n" * 99_000,
+        "# moe-lint: disable=SCH001\n" * 5_000 + "#\n" * 94_000,
+        ("#" + "x" * 100_000 + "\n") * 80,
+    ],
+    ids=["directives", "comments", "suppressions", "long-lines"],
+)
+def test_comments_up_to_the_line_bound(tmp_path: Path, extra: str) -> None:
+    """Just under bounds.MAX_LINES (or bounds.MAX_BYTES in few lines) of comments: linted."""
+    code, _out, err = _lint(tmp_path, GOOD + extra)
+    assert code in (0, 1) and "error:" not in err, err[:300]
 
 
 def test_huge_microbatch_group(tmp_path: Path) -> None:
@@ -408,3 +440,12 @@ def test_divisors_is_the_old_loop() -> None:
     for n in [*range(-2, 2000), 720_720, 999_983, 1_000_000, 1_000_001]:
         old = [d for d in range(1, n + 1) if n % d == 0] if 0 < n <= 1_000_000 else []
         assert _divisors(n) == old, n
+
+
+def test_every_bound_is_in_the_table() -> None:
+    """bounds.py's docstring is the bounds' documentation: each MAX_* constant has a row
+    there (with its value), and each row names a constant."""
+    rows = {line.split()[0] for line in (bounds.__doc__ or "").splitlines()
+            if line.startswith("MAX_")}  # fmt: skip
+    constants = {name for name in vars(bounds) if name.startswith("MAX_")}
+    assert rows == constants, rows ^ constants

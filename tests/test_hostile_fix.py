@@ -274,3 +274,80 @@ def test_filesystem_error_leaves_no_temp_file(
     )
     assert path.read_text() == NESTED_LAST
     _no_temp_files(tmp_path)
+
+
+def test_hard_links_survive_a_fix(tmp_path: Path) -> None:
+    """Before: os.replace gave the fixed name a new inode, so the other name of a hard-linked
+    config kept the old text (the link was split). Now the inode is written in place: both
+    names see the fix, mode and inode unchanged, no temporary file left."""
+    first = tmp_path / "cfg.yaml"
+    first.write_text(NESTED_LAST)
+    first.chmod(0o640)
+    other = tmp_path / "other" / "same.yaml"
+    other.parent.mkdir()
+    os.link(first, other)
+    inode = first.stat().st_ino
+    code, _, err = _fix_cli(first)
+    assert code == 0 and err == "", err
+    assert first.stat().st_ino == inode == other.stat().st_ino and first.stat().st_nlink == 2
+    assert "use_te_rng_tracker: true" in other.read_text()
+    assert other.read_text() == first.read_text()
+    assert stat.S_IMODE(first.stat().st_mode) == 0o640
+    _no_temp_files(tmp_path)
+
+
+@pytest.mark.parametrize("step", ["fallocate", "write"])
+def test_hard_linked_file_is_whole_after_a_failed_write(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    step: str,
+) -> None:
+    """A full disk while writing in place: refused before a byte changes (the reservation),
+    or the old bytes written back (a failing write); both names keep the old text."""
+    import errno
+    import io
+
+    from moe_lint.output import fix
+
+    path = tmp_path / "cfg.yaml"
+    path.write_text(NESTED_LAST)
+    os.link(path, tmp_path / "link.yaml")
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if step == "fallocate":
+        if not hasattr(os, "posix_fallocate"):
+            pytest.skip("no posix_fallocate on this platform")
+        monkeypatch.setattr(os, "posix_fallocate", full)
+        needle = "No space left on device; the file was not changed"
+    else:
+        writes: list[bytes] = []
+        real_write = io.BufferedRandom.write
+
+        class Failing(io.BufferedRandom):
+            def write(self, data: Any) -> int:
+                writes.append(bytes(data))
+                if len(writes) == 1:  # the fix: half of it lands, then the disk is full
+                    real_write(self, bytes(data)[: len(data) // 2])
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                return real_write(self, data)
+
+        real_open = open
+
+        def opener(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            handle = real_open(file, mode, *args, **kwargs)
+            if mode == "r+b":
+                raw = handle.detach()
+                return Failing(raw)
+            return handle
+
+        monkeypatch.setattr(fix, "open", opener, raising=False)
+        needle = "No space left on device; the old text was written back"
+    code, _, err = run_main(capsys, str(path), "--fix", "-q")
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"{path}: error: cannot write the fix: ") and needle in line, line
+    assert path.read_text() == NESTED_LAST == (tmp_path / "link.yaml").read_text()
+    _no_temp_files(tmp_path)

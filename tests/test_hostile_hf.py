@@ -108,9 +108,10 @@ LAYER_CASES = [
     ("llama4-step-0", SCOUT, "interleave_moe_layer_step", 0, None,
      "interleave_moe_layer_step = 0: expected an integer from 1"),
     ("next-interval-0", NEXT, "full_attention_interval", 0, None, "full_attention_interval = 0"),
-    ("next-layer-types-20k", NEXT, "layer_types", ["full_attention"] * 20_000, None,
-     "layer_types lists 20,000 layers, more than moe-lint's bound of 10,000 (bounds.MAX_LAYERS)"),
-    ("gpt-oss-layer-types-20k", GPT_OSS, "layer_types", ["sliding_attention"] * 20_000, None,
+    # 15,000 entries: over the layer bound, under the JSON value bound (bounds.MAX_NODES)
+    ("next-layer-types-15k", NEXT, "layer_types", ["full_attention"] * 15_000, None,
+     "layer_types lists 15,000 layers, more than moe-lint's bound of 10,000 (bounds.MAX_LAYERS)"),
+    ("gpt-oss-layer-types-15k", GPT_OSS, "layer_types", ["sliding_attention"] * 15_000, None,
      "bounds.MAX_LAYERS"),
     ("nemotron-pattern-20k", NANO, "hybrid_override_pattern", "ME" * 10_000, None,
      "hybrid_override_pattern has 20,000 layers, more than moe-lint's bound"),
@@ -159,8 +160,8 @@ JSON_CASES = [
     ("long-number", _config(QWEN, "vocab_size", RAW, "9" * 5000),
      "number literal of 5,000 characters exceeds moe-lint's bound of 64 "
      "(bounds.MAX_NUMBER_CHARS)"),
-    ("many-values", _config(QWEN, "ignore", RAW, "[" + "0," * 250_000 + "0]"),
-     "more than 200,000 JSON values (bounds.MAX_NODES)"),
+    ("many-values", _config(QWEN, "ignore", RAW, "[" + "0," * 25_000 + "0]"),
+     "more than 20,000 JSON values (bounds.MAX_NODES)"),
     ("too-large", _config(QWEN, "notes", "x" * (MAX_JSON_BYTES + 1)),
      "HF config.json is too large (more than 1,048,576 bytes; bounds.MAX_JSON_BYTES)"),
 ]  # fmt: skip

@@ -2,8 +2,9 @@
 
 The Python API (README "Python API"): ``moe_lint.lint(config, ...)`` -> ``list[Finding]`` and
 ``moe_lint.estimate(config, ...)`` -> ``MemoryEstimate``, with the exceptions ``Error``,
-``InputError``, ``NotAConfigError``, ``UsageError`` and ``RulePackError``. They load on first
-use (PEP 562), so ``import moe_lint`` and the CLI's start-up import nothing more.
+``InputError``, ``NotAConfigError``, ``UsageError``, ``RulePackError``, ``ArgumentError`` and
+``InternalError``. They load on first use (PEP 562), so ``import moe_lint`` and the CLI's
+start-up import nothing more.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,10 @@ if TYPE_CHECKING:
     from moe_lint.api import StageMemory as StageMemory
     from moe_lint.api import estimate as estimate
     from moe_lint.api import lint as lint
+    from moe_lint.errors import ArgumentError as ArgumentError
     from moe_lint.errors import Error as Error
     from moe_lint.errors import InputError as InputError
+    from moe_lint.errors import InternalError as InternalError
     from moe_lint.errors import NotAConfigError as NotAConfigError
     from moe_lint.errors import RulePackError as RulePackError
     from moe_lint.errors import UsageError as UsageError
@@ -31,7 +34,15 @@ _LAZY = {
         "moe_lint.api",
     ),
     **dict.fromkeys(
-        ("Error", "InputError", "NotAConfigError", "UsageError", "RulePackError"),
+        (
+            "Error",
+            "InputError",
+            "NotAConfigError",
+            "UsageError",
+            "RulePackError",
+            "ArgumentError",
+            "InternalError",
+        ),
         "moe_lint.errors",
     ),
 }

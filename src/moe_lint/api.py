@@ -4,7 +4,8 @@ A launcher checks a config before it submits the job, with the findings ``moe-li
 reports and the memory verdict ``moe-lint estimate FILE`` gives, without a subprocess. The
 functions run the CLI's data path (:mod:`moe_lint.linting`) on one config and return typed,
 frozen records; they never print, never exit, never read ``sys.argv`` or the environment's
-pyproject.toml unless given one, install no signal handler and start no process.
+pyproject.toml unless given one and start no process; the only signal handler they install is
+the per-call time limit's, restored before they return.
 
 Inputs. ``config`` is a file path (``str`` or ``os.PathLike``; a ``str`` is always a path,
 never YAML text) or a ``Mapping`` (a dict, ``OmegaConf.to_container(cfg)``); in-memory YAML is
@@ -24,30 +25,53 @@ Errors. Bad input raises :class:`~moe_lint.errors.InputError` (``exc.file``, ``e
 the one line the CLI prints as ``FILE: error: MESSAGE``, exit code 2), a config that is not a
 Bridge config :class:`~moe_lint.errors.NotAConfigError` (the CLI skips it with a notice), bad
 options :class:`~moe_lint.errors.UsageError` (``moe-lint: error: MESSAGE``), a bad rule pack
-:class:`~moe_lint.errors.RulePackError`; all are :class:`~moe_lint.errors.Error`. A call of the
-wrong shape (no config, both ``config`` and ``text``, a config of another type) is a
-``TypeError``.
+:class:`~moe_lint.errors.RulePackError`. A call of the wrong shape (no config, both ``config``
+and ``text``, a config of another type) is :class:`~moe_lint.errors.ArgumentError`, also a
+``TypeError``; anything unforeseen :class:`~moe_lint.errors.InternalError`. All are
+:class:`~moe_lint.errors.Error`, with one bounded line as their message.
+
+Bounds. A call gets the CLI's bounds on its input (bounds.py) and, where a ``SIGALRM`` timer
+cannot disturb the caller (the main thread, no ``ITIMER_REAL`` timer running), its per-file
+time limit (``MOE_LINT_FILE_TIMEOUT``): see :func:`_guarded`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
+import signal
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
-from moe_lint.bounds import MAX_DEPTH, MAX_NODES
+from moe_lint.bounds import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NAME_CHARS,
+    MAX_NODES,
+    MAX_REPR_CHARS,
+    bounded_repr,
+    bounded_str,
+)
 from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import Document, SpanMap, decode, format_path, load_file, parse_text
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.overrides import Override, parse_override
+from moe_lint.config.overrides import check_count as check_override_count
 from moe_lint.config.settings import Settings, apply_cluster, load_pyproject, settings_from_table
 from moe_lint.engine.catalogue import Catalogue, load_catalogue
 from moe_lint.engine.findings import Finding as _EngineFinding
-from moe_lint.errors import InputError, NotAConfigError, UsageError
-from moe_lint.linting import as_input_error, lint_document, prepare
+from moe_lint.errors import (
+    ArgumentError,
+    Error,
+    InputError,
+    InternalError,
+    NotAConfigError,
+    UsageError,
+)
+from moe_lint.linting import as_input_error, check_selectors, lint_document, prepare
 
 Severity = Literal["error", "warning", "info"]
 Applicability = Literal["safe", "unsafe", "display-only"]
@@ -59,6 +83,64 @@ SettingsInput = Mapping[str, Any] | str | os.PathLike[str]
 
 #: The ``line N, column M: `` prefix of a located input error (meaningless for a mapping).
 _POSITION = re.compile(r"^line \d+(?:, column \d+)?: ")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Every failure of an API call is a :class:`~moe_lint.errors.Error` with a bounded
+    message, within the CLI's per-file time limit.
+
+    The limit (``MOE_LINT_FILE_TIMEOUT``, default 30 s) is a ``SIGALRM`` timer, as in the CLI's
+    one-process path, armed only where it cannot disturb the caller: in the main thread, when
+    no ``ITIMER_REAL`` timer of the caller's is running (the previous handler is restored).
+    Elsewhere the call has the size bounds (bounds.py) but no time limit. Anything but a
+    moe-lint error (a bug) becomes :class:`~moe_lint.errors.InternalError`, chained.
+    """
+
+    @functools.wraps(func)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        # Lazy: the timer helpers (moe_lint.workers imports multiprocessing) only for the API.
+        from moe_lint.workers import Overtime, file_timeout, overtime_message, time_limit
+
+        limit = file_timeout()
+        timed = (
+            not signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "getitimer") else False
+        )
+        try:
+            if not timed:
+                return func(*args, **kwargs)
+            with time_limit(limit):
+                return func(*args, **kwargs)
+        except Error:
+            raise
+        except Overtime:
+            raise InputError(overtime_message(limit), _label(args, kwargs)) from None
+        except Exception as exc:
+            raise InternalError(
+                f"internal error: {type(exc).__name__}: {bounded_str(_text_of(exc))}"
+            ) from exc
+
+    return call
+
+
+def _text_of(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # an exception whose own __str__ fails
+        return "(no message)"
+
+
+def _label(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The file an API call is about, for an error raised outside its data path."""
+    filename = kwargs.get("filename")
+    config = args[0] if args else kwargs.get("config")
+    if isinstance(filename, str):
+        return bounded_str(filename, MAX_REPR_CHARS)
+    if isinstance(config, str):
+        return bounded_str(config, MAX_REPR_CHARS)
+    return "<mapping>" if isinstance(config, Mapping) else "<string>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +250,7 @@ class MemoryEstimate:
     verdict_text: str | None = None
 
 
+@_guarded
 def lint(
     config: ConfigInput | None = None,
     *,
@@ -201,6 +284,7 @@ def lint(
     return [_finding(f, is_mapping) for f in result.findings]
 
 
+@_guarded
 def estimate(
     config: ConfigInput | None = None,
     *,
@@ -283,13 +367,18 @@ def _document(
 ) -> tuple[Document, bool]:
     """The parsed config and whether it came from a mapping (no spans, no text)."""
     if (config is None) == (text is None):
-        raise TypeError("pass a config (a path or a mapping) or text=, not both or neither")
-    if filename is not None and not isinstance(filename, str):
-        raise TypeError(f"filename must be a str, not {type(filename).__name__}")
+        raise ArgumentError("pass a config (a path or a mapping) or text=, not both or neither")
+    if filename is not None:
+        if not isinstance(filename, str):
+            raise ArgumentError(f"filename must be a str, not {type(filename).__name__}")
+        _check_name(filename, "filename")
     if text is not None:
         if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
+            raise ArgumentError(f"text must be a str, not {type(text).__name__}")
         name = filename or "<string>"
+        if len(text) > MAX_BYTES:  # a character is at least a byte: refused before encoding
+            raise InputError(f"text is too large ({len(text):,} characters; limit "
+                             f"{MAX_BYTES:,} bytes)", name)  # fmt: skip
         try:
             decoded, bom = decode(text.encode("utf-8", "surrogatepass"), name)
             return parse_text(decoded, name, bom), False
@@ -300,40 +389,69 @@ def _document(
         data = _plain_mapping(config, name)
         return Document(path=name, text="", data=data, spans=SpanMap()), True
     if isinstance(config, str | os.PathLike):
-        path = os.fspath(config)
+        try:
+            path = os.fspath(config)
+        except Exception as exc:  # a PathLike whose __fspath__ fails
+            raise ArgumentError(f"config: os.fspath() raised {type(exc).__name__}") from None
         if not isinstance(path, str):
-            raise TypeError("config path must be a str path, not bytes")
+            raise ArgumentError("config path must be a str path, not bytes")
         if filename is not None:
-            raise TypeError("filename= names a text or a mapping; a file is named by its path")
+            raise ArgumentError("filename= names a text or a mapping; a file is named by its path")
+        _check_name(path, "config path")
         try:
             return load_file(path), False
         except InputError as exc:
             raise _located(exc.message, path, False) from None
-    raise TypeError(
+    raise ArgumentError(
         f"config must be a path or a mapping, not {type(config).__name__} (YAML text: text=...)"
     )
 
 
+def _check_name(name: str, what: str) -> None:
+    """A file name is at most ``bounds.MAX_NAME_CHARS`` characters (every finding and error
+    carries it)."""
+    if len(name) > MAX_NAME_CHARS:
+        raise UsageError(
+            f"{what} {bounded_repr(name, 60)} of {len(name):,} characters is longer than "
+            f"moe-lint's bound of {MAX_NAME_CHARS:,} (bounds.MAX_NAME_CHARS)"
+        )
+
+
 def _plain_mapping(config: Mapping[Any, Any], name: str) -> dict[str, Any]:
     """A copy of ``config`` as the YAML loader builds values: dicts with str keys, lists and
-    scalars (None, bool, int, float, str), nesting and size bounded as for a file."""
-    count = 0
+    scalars (None, bool, int, float, str; subclasses such as enums become the plain type),
+    bounded as a file is: ``bounds.MAX_NODES`` values, ``bounds.MAX_DEPTH`` levels and
+    ``bounds.MAX_BYTES`` characters of keys and strings. A mapping or sequence whose own methods
+    raise is an input error naming the exception."""
+    budget = [MAX_NODES, MAX_BYTES]
 
     def walk(value: Any, path: tuple[str | int, ...]) -> Any:
-        nonlocal count
-        count += 1
-        if count > MAX_NODES:
+        budget[0] -= 1
+        if budget[0] < 0:
             raise InputError(f"more than {MAX_NODES:,} values in the mapping", name)
         if len(path) > MAX_DEPTH:
             raise InputError(f"nesting deeper than {MAX_DEPTH} levels", name)
-        if value is None or isinstance(value, bool | int | float | str):
+        if value is None or isinstance(value, bool):
             return value
-        where = format_path(path) or "the top level"
+        if isinstance(value, str):
+            budget[1] -= len(value)
+            if budget[1] < 0:
+                raise InputError(f"more than {MAX_BYTES:,} characters in the mapping", name)
+            return str.__str__(value)
+        if isinstance(value, int):
+            return int.__int__(value)
+        if isinstance(value, float):
+            return float.__float__(value)
+        where = bounded_str(format_path(path), MAX_REPR_CHARS) or "the top level"
         if isinstance(value, Mapping):
             out: dict[str, Any] = {}
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise InputError(f"{where}: key {key!r} is not a string", name)
+                    raise InputError(f"{where}: key {bounded_repr(key)} is not a string", name)
+                key = str.__str__(key)
+                budget[1] -= len(key)
+                if budget[1] < 0:
+                    raise InputError(f"more than {MAX_BYTES:,} characters in the mapping", name)
                 out[key] = walk(item, (*path, key))
             return out
         if isinstance(value, list | tuple) or (
@@ -346,7 +464,14 @@ def _plain_mapping(config: Mapping[Any, Any], name: str) -> dict[str, Any]:
             name,
         )
 
-    data = walk(config, ())
+    try:
+        data = walk(config, ())
+    except Error:
+        raise
+    except Exception as exc:  # the caller's mapping or sequence raised while it was read
+        raise InputError(
+            f"reading the mapping raised {type(exc).__name__}: {bounded_str(_text_of(exc))}", name
+        ) from None
     return cast("dict[str, Any]", data)
 
 
@@ -354,22 +479,19 @@ def _settings(settings: SettingsInput | None) -> Settings:
     if settings is None:
         return Settings()
     if isinstance(settings, Mapping):
-        table = {str(k).replace("_", "-"): v for k, v in settings.items()}
-        if "memory" in table and isinstance(table["memory"], Mapping):
-            table["memory"] = dict(table["memory"])
-        if "per-file" in table and isinstance(table["per-file"], Mapping):
-            table["per-file"] = {k: dict(v) if isinstance(v, Mapping) else v
-                                 for k, v in table["per-file"].items()}  # fmt: skip
-        if "per-file-ignores" in table and isinstance(table["per-file-ignores"], Mapping):
-            table["per-file-ignores"] = dict(table["per-file-ignores"])
+        table: dict[str, Any] = {}
+        for key, value in settings.items():
+            if not isinstance(key, str):
+                raise UsageError(f"settings: key {bounded_repr(key, 60)} is not a string")
+            table[key.replace("_", "-")] = value
         table.pop("format", None)  # the output format is the caller's business here
         return settings_from_table(table, "settings", None)[0]
     if isinstance(settings, str | os.PathLike):
         path = Path(os.fspath(settings))
-        if not path.is_file():
-            raise UsageError(f"settings {path}: no such file")
+        if not path.exists():
+            raise UsageError(f"settings {bounded_str(str(path), MAX_REPR_CHARS)}: no such file")
         return load_pyproject(path)[0]
-    raise TypeError(
+    raise ArgumentError(
         f"settings must be a mapping or a pyproject.toml path, not {type(settings).__name__}"
     )
 
@@ -377,7 +499,15 @@ def _settings(settings: SettingsInput | None) -> Settings:
 def _cluster(gpus: int | None, gpu: str | None, model: str | None) -> dict[str, object]:
     """The CLI layer (``--gpus/--gpu/--model``), validated once as the CLI does."""
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int)):
-        raise TypeError(f"gpus must be an int, not {type(gpus).__name__}")
+        raise ArgumentError(f"gpus must be an int, not {type(gpus).__name__}")
+    if gpu is not None and not isinstance(gpu, str):
+        raise ArgumentError(f"gpu must be a str, not {type(gpu).__name__}")
+    if model is not None and not isinstance(model, str | os.PathLike):
+        raise ArgumentError(f"model must be a str or a path, not {type(model).__name__}")
+    if model is not None and not isinstance(model, str):
+        model = os.fspath(model)
+        if not isinstance(model, str):
+            raise ArgumentError("model path must be a str path, not bytes")
     given: tuple[tuple[str, object], ...] = (("gpus", gpus), ("gpu", gpu), ("model", model))
     cluster = {k: v for k, v in given if v is not None}
     if cluster:
@@ -386,14 +516,20 @@ def _cluster(gpus: int | None, gpu: str | None, model: str | None) -> dict[str, 
 
 
 def _overrides(overrides: Sequence[str]) -> list[Override]:
-    if isinstance(overrides, str):
-        raise TypeError("overrides must be a sequence of strings, not one string")
+    if isinstance(overrides, str | bytes) or not isinstance(overrides, Sequence):
+        raise ArgumentError(
+            f"overrides must be a sequence of strings, not {type(overrides).__name__}"
+        )
+    try:
+        check_override_count(overrides)
+    except InputError as exc:
+        raise UsageError(exc.message) from None
     parsed = []
     for text in overrides:
         if not isinstance(text, str):
-            raise TypeError(f"an override must be a str, not {type(text).__name__}")
+            raise ArgumentError(f"an override must be a str, not {type(text).__name__}")
         try:
-            parsed.append(parse_override(text))
+            parsed.append(parse_override(str.__str__(text)))
         except InputError as exc:
             raise UsageError(exc.message) from None
     return parsed
@@ -403,9 +539,7 @@ def _catalogue(settings: Settings) -> Catalogue:
     """The rules ``moe-lint`` loads (shipped packs, plugins, the settings' packs), selectors
     checked before anything is linted."""
     catalogue = load_catalogue(extra_packs=settings.rules)
-    for selector in [*(settings.select or []), *settings.extend_select, *settings.ignore]:
-        if not catalogue.resolve(selector):
-            raise UsageError(f"unknown rule selector {selector!r}")
+    check_selectors(catalogue, settings)
     return catalogue
 
 

@@ -1,22 +1,31 @@
 """moe-lint's bounds on its input, in one table, and the helpers that enforce them.
 
-Every loop, allocation and message moe-lint makes is sized by its input. These bounds keep
-each of them small whatever a file holds: past a bound the file is refused with one line that
-names the bound (exit 2), or, for the message and suggestion bounds, the output is shortened.
-No real Megatron Bridge config comes near any of them. A refusal names the bound as
-``bounds.NAME``; this table is its documentation.
+Every loop, allocation and message moe-lint makes is sized by its input: the config, and
+what else a repository can hold (pyproject.toml settings, rule packs, baselines, file names,
+exclude patterns, directives) or a program can pass (the Python API's mappings, overrides,
+names). These bounds keep each of them small: past a bound the file, setting or pack is
+refused with one line that names the bound (exit 2; in the API a ``moe_lint.Error``), or,
+for the message and suggestion bounds, the output is shortened. No real Megatron Bridge
+config or project comes near any of them. A refusal names the bound as ``bounds.NAME``; this
+table is its documentation.
 
 ======================  ===============  ================================================
 bound                   value            what it limits
 ======================  ===============  ================================================
-MAX_BYTES               8 MiB            bytes read from one config file
+MAX_BYTES               8 MiB            bytes read from one config file or --baseline
+                                         (characters of the API's text= or mapping)
+MAX_NODES               20,000           YAML nodes, counted before they are composed and
+                                         again with aliases expanded (YAML bombs); a full
+                                         Bridge dump has ~2,000; JSON values of an HF
+                                         config.json
 MAX_JSON_BYTES          1 MiB            bytes read from one HF config.json: JSON has
                                          no aliases, so its cost is its size, and a
                                          3-byte ``{}`` is a 64-byte object (8 MiB of
                                          them would be 230 MB); real ones are < 10 KB
-MAX_NODES               200,000          YAML nodes visited, aliases expanded (YAML bombs);
-                                         JSON values of an HF config.json
 MAX_DEPTH               64               mapping / sequence nesting (YAML and JSON)
+MAX_LINES               100,000          lines of one config (comment, directive and
+                                         suppression scans loop over them; a full Bridge
+                                         dump has ~2,000)
 MAX_NUMBER_CHARS        64               characters of one int or float literal (checked
                                          before any conversion: ``int()`` is quadratic
                                          past Python's 4,300-digit limit, base 60 too)
@@ -34,8 +43,36 @@ MAX_PIPELINE_STAGES     256              PP·VPP, the stages the memory model wa
                                          dozen)
 MAX_REPR_CHARS          200              characters of a config value's repr in a message
 MAX_FIELD_CHARS         2,000            characters of any one placeholder in a message
+MAX_MESSAGE_CHARS       4,000            characters of any error's message (moe_lint.Error
+                                         cuts longer ones: the CLI's one line, the API's
+                                         str(exc))
+MAX_FINDINGS            6,000            findings of one file before suppression (each
+                                         costs ~0.1 ms: a message, a location, a report
+                                         line; real configs get tens)
+MAX_SUPPRESSIONS        6,000            suppression comments in one file
 MAX_SUGGESTIONS         50               "did you mean" searches per file (the rest of
                                          the unknown keys are reported without one)
+MAX_SETTINGS_BYTES      512 KiB          bytes read from a pyproject.toml (tomllib is pure
+                                         Python: about 1 s per MiB)
+MAX_SETTING_VALUES      2,000            values (list items, table entries, scalars) in
+                                         [tool.moe-lint] or the API's settings mapping
+MAX_SETTING_CHARS       65,536           characters of keys and strings in them (each
+                                         glob is matched against every file's path)
+MAX_PACK_BYTES          512 KiB          bytes of all rule packs from outside moe-lint
+                                         together (--rules, pyproject rules, plugins);
+                                         moe-lint's own ~240 rules are 430 KiB
+MAX_PACK_RULES          500              rules in those packs together (twice moe-lint's)
+MAX_PACK_NODES          10,000           syntax nodes of their expressions together (each
+                                         costs ~16 µs to check and compile; moe-lint's
+                                         own rules have ~5,100)
+MAX_NAME_CHARS          4,096            characters of a file name the Python API is given
+                                         (PATH_MAX; each finding and error carries it)
+MAX_OVERRIDES           1,000            Hydra overrides in one call (CLI or API)
+MAX_OVERRIDE_CHARS      65,536           characters of one override (a list of 4,096
+                                         layer numbers is ~20,000)
+MAX_PATTERN_CHARS       512              characters of one glob (exclude patterns, quoted
+                                         command-line globs, per-file keys): a match
+                                         costs up to path length × pattern length
 ======================  ===============  ================================================
 """
 
@@ -45,8 +82,9 @@ from typing import Any
 
 MAX_BYTES = 8 * 1024 * 1024
 MAX_JSON_BYTES = 1024 * 1024
-MAX_NODES = 200_000
+MAX_NODES = 20_000
 MAX_DEPTH = 64
+MAX_LINES = 100_000
 MAX_NUMBER_CHARS = 64
 MAX_GPUS = 1 << 24
 MAX_SIZE = 1 << 20
@@ -55,7 +93,20 @@ MAX_LAYERS = 10_000
 MAX_PIPELINE_STAGES = 256
 MAX_REPR_CHARS = 200
 MAX_FIELD_CHARS = 2_000
+MAX_MESSAGE_CHARS = 4_000
+MAX_FINDINGS = 6_000
+MAX_SUPPRESSIONS = 6_000
 MAX_SUGGESTIONS = 50
+MAX_SETTINGS_BYTES = 512 * 1024
+MAX_SETTING_VALUES = 2_000
+MAX_SETTING_CHARS = 65_536
+MAX_PACK_BYTES = 512 * 1024
+MAX_PACK_RULES = 500
+MAX_PACK_NODES = 10_000
+MAX_NAME_CHARS = 4_096
+MAX_OVERRIDES = 1_000
+MAX_OVERRIDE_CHARS = 65_536
+MAX_PATTERN_CHARS = 512
 
 _ELLIPSIS = "..."
 
@@ -181,3 +232,10 @@ def field_problems(values: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _beyond(bound: int, name: str, what: str) -> str:
     return f"more {what} than moe-lint's bound of {bound:,} (bounds.{name})"
+
+
+def too_large(size: int, limit: int, name: str) -> str | None:
+    """Why ``size`` bytes are refused (naming ``bounds.NAME``), or None within ``limit``."""
+    if size <= limit:
+        return None
+    return f"file is too large (over {limit:,} bytes, bounds.{name})"

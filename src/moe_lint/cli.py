@@ -17,14 +17,18 @@ from typing import Any, TextIO
 
 from moe_lint import __version__
 from moe_lint.analysis.memory_facts import config_values, model_inputs, run_estimate
+from moe_lint.bounds import bounded_repr, bounded_str
 from moe_lint.cmdline import positional_indices
 from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import format_path, load_file
 from moe_lint.config.memory_settings import memory_settings
+from moe_lint.config.overrides import check_count as check_override_count
 from moe_lint.config.overrides import looks_like_override, parse_override
 from moe_lint.config.settings import (
+    FORMATS,
     Settings,
     apply_cluster,
+    check_table,
     find_pyproject,
     load_pyproject,
     model_presets,
@@ -35,14 +39,21 @@ from moe_lint.engine.catalogue import load_catalogue
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.files import STDIN, Target, excluder_for, expand, read_stdin
-from moe_lint.linting import FileResult, lint_document, lint_text, prepare, slim
+from moe_lint.globs import check_pattern
+from moe_lint.linting import (
+    FileResult,
+    check_selectors,
+    lint_document,
+    lint_text,
+    prepare,
+    slim,
+)
 from moe_lint.linting import as_input_error as _as_input_error
 from moe_lint.output import escape
 from moe_lint.output import text as report
 from moe_lint.output.escape import line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 SUBCOMMANDS = ("check", "rules", "explain", "models")
 
 
@@ -216,17 +227,23 @@ def _main(args: list[str]) -> int:
             return _cmd_check(args[1:], 1)
         return _cmd_check(args)
     except (UsageError, RulePackError) as exc:
-        print(f"moe-lint: error: {exc}", file=sys.stderr)
+        _stderr(f"moe-lint: error: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         raise
     except Exception as exc:  # last resort: one line, exit 3, never a traceback by default
-        print(f"moe-lint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _stderr(f"moe-lint: internal error: {type(exc).__name__}: {bounded_str(str(exc))}")
         if os.environ.get("MOE_LINT_DEBUG"):
             raise
         return EXIT_INTERNAL
+
+
+def _stderr(message: str) -> None:
+    """Write one stderr line: line breaks inside it (a key, a file name or a message that
+    holds one) are shown as escapes, so one problem is always one line."""
+    print(escape.text(message), file=sys.stderr)
 
 
 class _EscapedLines:
@@ -266,11 +283,36 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _check_command_line(ns: argparse.Namespace) -> None:
+    """The command line's lists are settings like pyproject's, under the same bounds
+    (settings.check_table: values and characters in all; each exclude pattern's length)."""
+    lists = {
+        "select": ns.select or [], "extend-select": ns.extend_select, "ignore": ns.ignore,
+        "rules": ns.rules, "exclude": ns.exclude or [], "extend-exclude": ns.extend_exclude,
+        "memory": getattr(ns, "memory", []),
+    }  # fmt: skip
+    check_table(lists, "command line")
+    for option in ("exclude", "extend-exclude"):
+        for pattern in lists[option]:
+            check_pattern(pattern, f"--{option}")
+
+
+def _memory_options(ns: argparse.Namespace, settings: Settings) -> None:
+    """``--memory NAME=VALUE`` over pyproject's memory table, checked once."""
+    for item in ns.memory:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--memory {bounded_repr(item)}: expected NAME=VALUE")
+        settings.memory[key.strip()] = value.strip()
+    if ns.memory:
+        memory_settings(settings.memory, "--memory")
+
+
 def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
     if ns.isolated:
         return Settings(), None
     path = Path(ns.config) if ns.config else find_pyproject(Path.cwd())
-    if ns.config and not path.is_file():  # type: ignore[union-attr]
+    if ns.config and not path.exists():  # type: ignore[union-attr]
         raise UsageError(f"--config {ns.config}: no such file")
     return load_pyproject(path)
 
@@ -312,28 +354,20 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     mlm_words = _mlm_words(ns)
     files, overrides = _split_args(ns, allow_none=bool(mlm_words))
     settings, fmt_setting = _settings_for(ns)
+    _check_command_line(ns)
     if ns.select is not None:
         settings.select = ns.select
     settings.extend_select = settings.extend_select + ns.extend_select
     settings.ignore = settings.ignore + ns.ignore
     if ns.fail_on:
         settings.fail_on = ns.fail_on
-    for item in ns.memory:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
-        settings.memory[key.strip()] = value.strip()
-    if ns.memory:
-        memory_settings(settings.memory, "--memory")
+    _memory_options(ns, settings)
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+        raise UsageError(f"unknown format {bounded_repr(fmt)} (choose from {', '.join(FORMATS)})")
     cli_cluster = _cli_cluster(ns)
     catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
-    # Validate selectors before linting anything.
-    for selector in [*(settings.select or []), *settings.extend_select, *settings.ignore]:
-        if not catalogue.resolve(selector):
-            raise UsageError(f"unknown rule selector {selector!r}")
+    check_selectors(catalogue, settings)  # before linting anything
 
     ns.catalogue = catalogue
     targets = _targets(files, ns, settings)
@@ -388,7 +422,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         # 2 when a file could not be linted (the others' diffs are still shown).
         failed = [r for r in results if r.error is not None]
         for r in failed:
-            print(f"{r.path}: error: {r.error}", file=sys.stderr)
+            _stderr(f"{r.path}: error: {r.error}")
         _report_fixes(outcomes, ns, summary=False)
         if not ns.quiet and (not results or len(failed) < len(results)):
             could_not = f" ({_plural(len(failed), 'file')} could not be linted)" if failed else ""
@@ -418,17 +452,17 @@ def _report_fixes(
     for path, outcome in outcomes:
         for refusal in outcome.refused:
             f = refusal.finding
-            print(f"{path}:{f.line}: {f.code} fix not applied: {refusal.reason}", file=sys.stderr)
+            _stderr(f"{path}:{f.line}: {f.code} fix not applied: {refusal.reason}")
     if ns.show_fixes:
         for path, outcome in outcomes:
             for f in outcome.applied:
-                print(f"{path}:{f.line}: {f.code} {f.fix or f.name}", file=sys.stderr)
+                _stderr(f"{path}:{f.line}: {f.code} {f.fix or f.name}")
     fixed = sum(len(o.applied) for _, o in outcomes)
     refused = sum(len(o.refused) for _, o in outcomes)
     if summary and not ns.quiet and (fixed or refused):
         files = sum(1 for _, o in outcomes if o.applied)
         done = f"Fixed {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
-        print(f"{done if fixed else 'No fixes applied'} ({left} left).", file=sys.stderr)
+        _stderr(f"{done if fixed else 'No fixes applied'} ({left} left).")
 
 
 def _lintable(target: Target) -> bool:
@@ -530,6 +564,10 @@ def _split_args(ns: argparse.Namespace, allow_none: bool = False) -> tuple[list[
                 raise UsageError(f"{where}{exc}") from None
         else:
             files.append(arg)
+    try:
+        check_override_count(overrides)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     if not files and getattr(ns, "stdin_filename", None) is not None:
         files.append(STDIN)  # like ruff: --stdin-filename alone reads stdin
     if not files and not allow_none:
@@ -550,11 +588,8 @@ def _cmd_estimate(argv: list[str]) -> int:
 
     files, overrides = _split_args(ns)
     settings, _ = _settings_for(ns)
-    for item in ns.memory:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--memory {item!r}: expected NAME=VALUE")
-        settings.memory[key.strip()] = value.strip()
+    _check_command_line(ns)
+    _memory_options(ns, settings)
     cli_cluster = _cli_cluster(ns)
 
     payload: list[dict[str, Any]] = []
@@ -563,12 +598,12 @@ def _cmd_estimate(argv: list[str]) -> int:
     for target in _targets(files, ns, settings):
         path = (ns.stdin_filename or STDIN) if target.path == STDIN else target.path
         if target.error is not None:
-            print(f"{path}: error: {target.error}", file=sys.stderr)
+            _stderr(f"{path}: error: {target.error}")
             status = EXIT_USAGE
             continue
         if target.notice is not None:
             if not ns.quiet:
-                print(f"{path}: skipped: {target.notice}", file=sys.stderr)
+                _stderr(f"{path}: skipped: {target.notice}")
             continue
         try:
             stream = getattr(sys.stdin, "buffer", None) if target.path == STDIN else None
@@ -579,22 +614,21 @@ def _cmd_estimate(argv: list[str]) -> int:
             mem, warn, margin = memory_settings(file_settings.memory, "memory settings")
             est = run_estimate(cfg, facts, mem)
         except InputError as exc:
-            print(f"{path}: error: {exc}", file=sys.stderr)
+            _stderr(f"{path}: error: {exc}")
             status = EXIT_USAGE
             continue
         except NotBridgeConfig as exc:
             if not target.explicit:  # found in a folder or by a glob: skipped, as check does
                 if not ns.quiet:
-                    print(f"{path}: skipped: {exc}", file=sys.stderr)
+                    _stderr(f"{path}: skipped: {exc}")
                 continue
-            print(f"{path}: error: {exc}", file=sys.stderr)
+            _stderr(f"{path}: error: {exc}")
             status = EXIT_USAGE
             continue
         except MemoryInputError as exc:
-            print(
+            _stderr(
                 f"{path}: error: cannot estimate memory: {exc} (pass --model or the value as "
-                "an override)",
-                file=sys.stderr,
+                "an override)"
             )
             status = EXIT_USAGE
             continue
@@ -968,7 +1002,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     errors = [r for r in results if r.error is not None]
     for r in errors:
-        print(f"{r.path}: error: {r.error}", file=sys.stderr)
+        _stderr(f"{r.path}: error: {r.error}")
     problems = [InputProblem.parse(r.path, r.error) for r in errors]
     if ns.write_baseline and not errors:
         # Lazy: baselines (~10 ms) only with --baseline / --write-baseline.
@@ -976,7 +1010,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         from moe_lint.output.formats import repo_root
 
         count = write_baseline(ns.write_baseline, findings, repo_root())
-        print(f"moe-lint: wrote {count} baseline entries to {ns.write_baseline}", file=sys.stderr)
+        _stderr(f"moe-lint: wrote {count} baseline entries to {ns.write_baseline}")
         return EXIT_OK
     stale: list[Any] = []
     if ns.baseline:
@@ -992,10 +1026,7 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         for r in results:
             r.findings = [f for f in r.findings if id(f) in kept]
         for code, file, cfg_path in stale:
-            print(
-                f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)",
-                file=sys.stderr,
-            )
+            _stderr(f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)")
     if errors:
         status = EXIT_USAGE
     else:

@@ -2,14 +2,31 @@
 
 :class:`Error` is the base of those moe-lint raises on purpose; the Python API (README
 "Python API") exports it with :class:`InputError`, :class:`NotAConfigError`,
-:class:`UsageError` and :class:`RulePackError` as ``moe_lint.Error`` and so on.
+:class:`UsageError`, :class:`RulePackError`, :class:`ArgumentError` and
+:class:`InternalError` as ``moe_lint.Error`` and so on.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from moe_lint.bounds import MAX_MESSAGE_CHARS
+
+
+def bounded_message(text: str) -> str:
+    """``text`` cut to ``bounds.MAX_MESSAGE_CHARS`` (a message echoes input: a file name, a
+    key, a value; each is bounded where it is shown, and this is the last guard)."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return text[: MAX_MESSAGE_CHARS - 3] + "..."
+
 
 class Error(Exception):
-    """Base of every exception moe-lint raises on purpose (``moe_lint.Error``)."""
+    """Base of every exception moe-lint raises on purpose (``moe_lint.Error``); its message is
+    at most ``bounds.MAX_MESSAGE_CHARS`` characters."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(bounded_message(a) if isinstance(a, str) else a for a in args))
 
 
 class InputError(Error):
@@ -23,7 +40,7 @@ class InputError(Error):
     def __init__(self, message: str, file: str | None = None) -> None:
         super().__init__(f"{file}: {message}" if file is not None else message)
         #: The one-line message, without the file name.
-        self.message = message
+        self.message = bounded_message(message)
         #: The file (``<string>``, ``<mapping>`` or the given name) when the API raised it.
         self.file = file
 
@@ -42,6 +59,16 @@ class UsageError(Error):
 
 class RulePackError(Error):
     """A rule pack failed validation when it was loaded: exit code 2 for user packs."""
+
+
+class ArgumentError(Error, TypeError):
+    """A Python API call of the wrong shape (no config, a number for a path): a TypeError as
+    Python's own are, and a ``moe_lint.Error`` like every other failure of the API."""
+
+
+class InternalError(Error):
+    """A failure moe-lint did not anticipate (a bug): the Python API raises it, with the
+    original exception as ``__cause__``, where the CLI prints one line and exits 3."""
 
 
 class NotDerivable(Exception):

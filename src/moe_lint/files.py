@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from moe_lint.bounds import MAX_BYTES
+from moe_lint.bounds import MAX_BYTES, MAX_PATTERN_CHARS
 from moe_lint.config.load import Document, decode, parse_text
 from moe_lint.errors import InputError
+from moe_lint.globs import check_pattern, path_regex
 
 #: The argument that names stdin.
 STDIN = "-"
@@ -62,49 +63,11 @@ class Target:
     notice: str | None = None
 
 
-def _component(part: str) -> str:
-    """Regex for one path component of a glob: ``*``, ``?``, ``[...]``, never across ``/``."""
-    out, i = [], 0
-    while i < len(part):
-        char = part[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = i + 1
-            if end < len(part) and part[end] in "!^":
-                end += 1
-            if end < len(part) and part[end] == "]":
-                end += 1
-            end = part.find("]", end)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                body = part[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                body = body.replace("\\", "\\\\").replace("^", "\\^")
-                out.append(f"[{'^/' if negate else ''}{body}]")
-                i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A ``/``-separated glob as a regex over ``/``-separated relative paths (``**``: any
-    number of folders; a trailing ``**``: everything below)."""
-    parts = [p for p in pattern.split("/") if p not in ("", ".")]
-    out = ""
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out += ".+" if last else "(?:[^/]+/)*"
-        else:
-            out += _component(part) + ("" if last else "/")
-    return re.compile(out)
+    number of folders; a trailing ``**``: everything below), matched in linear time
+    (moe_lint.globs)."""
+    return path_regex(pattern)
 
 
 @dataclass(frozen=True)
@@ -121,7 +84,7 @@ class Excluder:
     def __init__(self, patterns: Sequence[tuple[str, Path | str | None]]) -> None:
         self.patterns: list[_Pattern] = []
         for text, base in patterns:
-            raw = text.strip()
+            raw = check_pattern(text, "exclude pattern").strip()
             if not raw:
                 continue
             dir_only = raw.endswith("/")
@@ -298,6 +261,11 @@ def expand(args: Sequence[str], excluder: Excluder, force_exclude: bool = False)
                 add(Target(arg, notice=f"no files to lint in this folder ({kinds})"))
             continue
         if not os.path.lexists(arg) and _MAGIC.search(arg):
+            if len(arg) > MAX_PATTERN_CHARS:
+                add(Target(arg, error=f"a pattern of {len(arg):,} characters is longer than "
+                                      f"moe-lint's bound of {MAX_PATTERN_CHARS:,} "
+                                      "(bounds.MAX_PATTERN_CHARS)"))  # fmt: skip
+                continue
             matches = _glob(arg, excluder)
             if not matches:
                 add(Target(arg, error="no file matches this pattern"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
 from moe_lint.analysis.memory_facts import attach
+from moe_lint.bounds import bounded_repr
 from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import Document, load_file, parse_text
 from moe_lint.config.normalize import Config, normalize
@@ -109,19 +110,20 @@ def resolve_settings(
 
 
 def select_rules(catalogue: Catalogue, settings: Settings, path: str) -> list[Rule]:
-    """Selected rules for ``path``: select (default ALL) + extend-select - ignore - per-file."""
+    """Selected rules for ``path``: select (default ALL) + extend-select - ignore - per-file.
+
+    A selector named twice counts once, so the work per file is bounded by the distinct
+    selectors (a few per rule), not by how long a settings list is."""
     chosen: dict[str, Rule] = {}
-    for selector in settings.select if settings.select is not None else ["ALL"]:
-        for rule in _resolve(catalogue, selector):
-            chosen[rule.code] = rule
-    for selector in settings.extend_select:
+    selected = settings.select if settings.select is not None else ["ALL"]
+    for selector in dict.fromkeys([*selected, *settings.extend_select]):
         for rule in _resolve(catalogue, selector):
             chosen[rule.code] = rule
     ignores = list(settings.ignore)
     for glob, codes in settings.per_file_ignores.items():
         if glob_match(path, glob, settings.base_dir):
             ignores.extend(codes)
-    for selector in ignores:
+    for selector in dict.fromkeys(ignores):
         for rule in _resolve(catalogue, selector):
             chosen.pop(rule.code, None)
     return sorted(chosen.values(), key=lambda r: r.code)
@@ -130,8 +132,17 @@ def select_rules(catalogue: Catalogue, settings: Settings, path: str) -> list[Ru
 def _resolve(catalogue: Catalogue, selector: str) -> list[Rule]:
     rules = catalogue.resolve(selector)
     if not rules:
-        raise UsageError(f"unknown rule selector {selector!r}")
+        raise UsageError(f"unknown rule selector {bounded_repr(selector)}")
     return rules
+
+
+def check_selectors(catalogue: Catalogue, settings: Settings) -> None:
+    """Every select / extend-select / ignore / per-file-ignores selector names a rule."""
+    selectors = [*(settings.select or []), *settings.extend_select, *settings.ignore]
+    for codes in settings.per_file_ignores.values():
+        selectors.extend(codes)
+    for selector in dict.fromkeys(selectors):
+        _resolve(catalogue, selector)
 
 
 def prepare(

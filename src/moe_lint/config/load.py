@@ -21,6 +21,7 @@ import yaml
 from moe_lint.bounds import (
     MAX_BYTES,
     MAX_DEPTH,
+    MAX_LINES,
     MAX_NODES,
     MAX_REPR_CHARS,
     bounded_repr,
@@ -340,34 +341,57 @@ def _yaml_error_message(exc: yaml.YAMLError) -> str:
 SAFE_C_DEPTH = 5_000
 
 
-def _depth_bound(text: str) -> int:
-    """An upper bound of the nesting depth, computed without parsing.
-
-    Each level needs an opening bracket, more indentation, or another ``- ``/``? `` on the
-    same line, so brackets + the widest indent + the most such markers on one line bound it.
-    """
-    if len(text) < 2 * SAFE_C_DEPTH:
-        return len(text) // 2
-    brackets = text.count("[") + text.count("{")
-    widest = markers = 0
-    for line in text.splitlines():
-        stripped = line.lstrip(" ")
-        widest = max(widest, len(line) - len(stripped))
-        markers = max(markers, stripped.count("- ") + stripped.count("? "))
-    return brackets + widest + markers + 1
-
-
 def compose(text: str) -> list[Any]:
     """The YAML node graph of each document, without letting pathological nesting crash.
 
     ``yaml.compose`` recurses in C and segfaults on ~30,000 nested brackets. Texts that
     provably cannot nest that deep (every real config) use it directly, several times faster;
     the rest are composed from the parser's events with an explicit stack that stops at
-    MAX_DEPTH.
+    MAX_DEPTH. A long text's events are counted first (:func:`_scan`).
     """
-    if _depth_bound(text) <= SAFE_C_DEPTH:
+    if _scan(text) <= SAFE_C_DEPTH:
         return list(yaml.compose_all(text, Loader=_Loader))
     return _compose_events(text)
+
+
+#: Texts this short are not scanned: YAML gives at most about one node a character (``{?,?}``
+#: and ``?`` lines do; most forms take two or more), so they hold about half MAX_NODES, and a
+#: nesting level takes two characters, so they nest at most SAFE_C_DEPTH deep.
+_UNCOUNTED_CHARS = min(MAX_NODES // 2, 2 * SAFE_C_DEPTH)
+
+
+def _scan(text: str) -> int:
+    """The nesting depth of ``text`` (an upper bound for a short text), refusing a text of
+    more than ``bounds.MAX_NODES`` nodes before anything is composed.
+
+    The composer builds every node of the document before the builder counts them: 700,000
+    entries of one flow mapping took 570 MB and 6 s first. The parser's events cost about a
+    microsecond each; the count stops at the bound, and the depth it measures replaced a
+    line-by-line estimate that cost seconds on a million comment lines.
+    """
+    if len(text) <= _UNCOUNTED_CHARS:
+        return len(text) // 2
+    count = depth = deepest = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, _NODE_EVENTS):
+            count += 1
+            if count > MAX_NODES:
+                mark = event.start_mark
+                raise InputError(
+                    f"line {mark.line + 1 if mark else '?'}: more than {MAX_NODES:,} YAML nodes "
+                    "(bounds.MAX_NODES)"
+                )
+            if isinstance(event, _OPEN_EVENTS):
+                depth += 1
+                deepest = max(deepest, depth)
+        elif isinstance(event, _CLOSE_EVENTS):
+            depth -= 1
+    return deepest
+
+
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
+_OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
 def _compose_events(text: str) -> list[Any]:
@@ -476,6 +500,23 @@ def _skipped(path: str, text: str, had_bom: bool, why: str) -> Document:
     return Document(path=path, text=text, data={}, spans=SpanMap(), had_bom=had_bom, skip=why)
 
 
+#: What ``str.splitlines`` breaks lines at besides ``\n`` and ``\r`` (``\r\n`` is one break).
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _check_lines(text: str) -> None:
+    """Refuse a text of more than ``bounds.MAX_LINES`` lines (as ``str.splitlines`` counts
+    them: each stage that reads comments, directives or suppressions loops over the lines)."""
+    if len(text) <= MAX_LINES:
+        return
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    breaks += sum(text.count(char) for char in _OTHER_BREAKS)
+    if breaks > MAX_LINES:
+        raise InputError(
+            f"more than {MAX_LINES:,} lines ({breaks:,}), moe-lint's bound (bounds.MAX_LINES)"
+        )
+
+
 def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Document:
     """Parse decoded text into a :class:`Document`; raise :class:`InputError` on bad input.
 
@@ -490,6 +531,7 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     shebang, a ``.sh`` name, ``--flag`` tokens in shell text) or a ``MODEL_ARGS:`` argument
     file.
     """
+    _check_lines(text)
     # Lazy: the Megatron-LM reader only for Megatron-LM input.
     from moe_lint.config import mlm_args
 
@@ -558,6 +600,27 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     )
 
 
+def load_data(text: str) -> Any:
+    """The plain values of one YAML document (not a config: a rule pack), under the bounds a
+    config's YAML is read with (nodes, nesting, number literals, core-schema tags only).
+    Empty text is None; bad YAML raises InputError."""
+    try:
+        nodes = compose(text)
+    except yaml.YAMLError as exc:
+        raise InputError(_yaml_error_message(exc)) from None
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    documents = [n for n in nodes if not _is_empty(n)]
+    if len(nodes) > 1:
+        raise InputError(f"more than one YAML document ({len(nodes)})")
+    if not documents:
+        return None
+    try:
+        return _Builder().build(documents[0], (), 0, set())
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels") from None
+
+
 def mlm_document(result: Any) -> Document:
     """The Document of Megatron-LM input read by config/mlm_args.py (an ``MlmResult``)."""
     return Document(
@@ -586,19 +649,23 @@ def _file_kind(mode: int) -> str:
     return "not a file"
 
 
-def load_file(path: str) -> Document:
-    """Read and parse one config file."""
+def read_file(path: str, limit: int = MAX_BYTES) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path`` (the caller refuses more).
+
+    Only regular files are read: a FIFO, a terminal or ``/dev/zero`` would block or never end.
+    ``O_NONBLOCK`` keeps ``open()`` itself from waiting for a FIFO's writer; ``fstat`` decides.
+    Raises :class:`InputError` with a one-line reason (no such file, permission denied, not a
+    regular file, ...), without the path: the caller names the file.
+    """
     try:
         if os.path.isdir(path):
-            raise InputError("is a directory, not a config file")
-        # Only regular files: a FIFO, a terminal or /dev/zero would block or never end.
-        # O_NONBLOCK keeps open() itself from waiting for a FIFO's writer; fstat decides.
+            raise InputError("is a directory, not a file")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, "rb", closefd=True) as handle:
             mode = os.fstat(handle.fileno()).st_mode
             if not stat.S_ISREG(mode):
                 raise InputError(f"not a regular file ({_file_kind(mode)}); only files are read")
-            raw = handle.read(MAX_BYTES + 1)
+            return handle.read(limit + 1)
     except InputError:
         raise
     except FileNotFoundError:
@@ -607,6 +674,18 @@ def load_file(path: str) -> Document:
         raise InputError("permission denied") from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the name (the API; argv cannot hold one)
+        raise InputError("cannot read: the file name holds a NUL character") from None
+
+
+def load_file(path: str) -> Document:
+    """Read and parse one config file (only a regular file: bounds.read_file)."""
+    try:
+        raw = read_file(path, MAX_BYTES)
+    except InputError as exc:
+        if exc.message == "is a directory, not a file":
+            raise InputError("is a directory, not a config file") from None
+        raise
     text, had_bom = decode(raw, path)
     return parse_text(text, path, had_bom)
 

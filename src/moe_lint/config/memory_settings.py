@@ -7,6 +7,7 @@ same function the memory facts use, so a bad value is one usage error wherever i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -86,19 +87,45 @@ def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]
                 f"error-margin, {names})"
             )
         if name == "flash_attention":
-            values[name] = str(value).lower() in ("1", "true", "yes")
+            values[name] = _flag(value, key, where)
         else:
             values[name] = _number(value, key, where)
     return MemorySettings(**values), warn, margin
 
 
 def _number(value: Any, key: str, where: str) -> float:
+    """A finite, non-negative number (NaN compares false with everything, so it would pass
+    every check after this one; a boolean is not a number here)."""
     try:
+        if isinstance(value, bool):
+            raise TypeError
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UsageError(
-            f"{where}: memory setting {key} must be a number, got {bounded_repr(value)}"
+            f"{where}: memory setting {bounded_repr(key)} must be a number, got "
+            f"{bounded_repr(value)}"
         ) from None
+    if not math.isfinite(number):
+        raise UsageError(
+            f"{where}: memory setting {bounded_repr(key)} must be a finite number, got "
+            f"{bounded_repr(value)}"
+        )
     if number < 0:
-        raise UsageError(f"{where}: memory setting {key} must not be negative")
+        raise UsageError(f"{where}: memory setting {bounded_repr(key)} must not be negative")
     return number
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(value: Any, key: str, where: str) -> bool:
+    """A boolean (``true`` in TOML, ``true``/``false``/``1``/``0`` on the command line)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise UsageError(
+        f"{where}: memory setting {bounded_repr(key)} must be true or false, got "
+        f"{bounded_repr(value)}"
+    )

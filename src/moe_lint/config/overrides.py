@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from moe_lint.bounds import bounded_repr, number_too_long
+from moe_lint.bounds import (
+    MAX_DEPTH,
+    MAX_OVERRIDE_CHARS,
+    MAX_OVERRIDES,
+    MAX_SUGGESTIONS,
+    bounded_repr,
+    number_too_long,
+)
 from moe_lint.config import fields
 from moe_lint.config.known_keys import KeyWalk
 from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
@@ -157,9 +164,11 @@ def _unescape_quoted(text: str) -> str:
 class _ValueParser:
     """Recursive descent over OverrideParser.g4's ``value`` rule."""
 
-    def __init__(self, tokens: list[_Token]) -> None:
+    def __init__(self, tokens: list[_Token], depth: int = MAX_DEPTH) -> None:
         self.tokens = tokens
         self.pos = 0
+        #: Nested lists left (bounds.MAX_DEPTH, less the key's own depth).
+        self.depth = depth
 
     def peek(self) -> str | None:
         return self.tokens[self.pos].kind if self.pos < len(self.tokens) else None
@@ -167,7 +176,9 @@ class _ValueParser:
     def take(self, kind: str) -> _Token:
         if self.peek() != kind:
             found = self.tokens[self.pos].text if self.pos < len(self.tokens) else "<EOF>"
-            raise InputError(f"expected {kind.lower().replace('_', ' ')}, found {found!r}")
+            raise InputError(
+                f"expected {kind.lower().replace('_', ' ')}, found {bounded_repr(found, 60)}"
+            )
         token = self.tokens[self.pos]
         self.pos += 1
         return token
@@ -177,7 +188,7 @@ class _ValueParser:
         if self.peek() == "COMMA":
             raise _Unsupported("a Hydra choice sweep (a=1,2)")
         if self.peek() is not None:
-            raise InputError(f"unexpected {self.tokens[self.pos].text!r}")
+            raise InputError(f"unexpected {bounded_repr(self.tokens[self.pos].text, 60)}")
         return first
 
     def element(self) -> Any:
@@ -196,6 +207,9 @@ class _ValueParser:
         return self.primitive()
 
     def list_(self) -> list[Any]:
+        self.depth -= 1
+        if self.depth < 0:
+            raise InputError(f"nesting deeper than {MAX_DEPTH} levels (bounds.MAX_DEPTH)")
         self.take("BRACKET_OPEN")
         items: list[Any] = []
         if self.peek() == "BRACKET_CLOSE":
@@ -206,6 +220,7 @@ class _ValueParser:
             self.pos += 1
             items.append(self.element())
         self.take("BRACKET_CLOSE")
+        self.depth += 1
         return items
 
     def primitive(self) -> Any:
@@ -215,7 +230,7 @@ class _ValueParser:
         parts = self.tokens[start : self.pos]
         if not parts:
             found = self.tokens[self.pos].text if self.pos < len(self.tokens) else "<EOF>"
-            raise InputError(f"expected a value, found {found!r}")
+            raise InputError(f"expected a value, found {bounded_repr(found, 60)}")
         if any(t.kind == "INTERPOLATION" for t in parts):
             raise _Unsupported("an interpolation (${...}), resolved only at launch")
         # HydraOverrideVisitor._createPrimitive: leading/trailing whitespace is dropped.
@@ -254,8 +269,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def parse_value(raw: str, where: str) -> Any:
-    """The Python value Hydra gives the text after ``=`` (``where`` names it in errors)."""
+def parse_value(raw: str, where: str, depth: int = MAX_DEPTH) -> Any:
+    """The Python value Hydra gives the text after ``=`` (``where`` names it in errors;
+    lists nest at most ``depth`` levels)."""
     # EQUAL is '=' WS? in the key mode, so whitespace right after '=' belongs to it.
     raw = raw.lstrip(" \t")
     if raw == "":
@@ -267,7 +283,7 @@ def parse_value(raw: str, where: str) -> Any:
         )
     try:
         tokens = _lex(raw)
-        return _plain(_ValueParser(tokens).value())
+        return _plain(_ValueParser(tokens, depth).value())
     except _Unsupported as exc:
         raise InputError(f"{where}: {exc} is not supported; write one plain value") from None
     except InputError as exc:
@@ -318,9 +334,27 @@ def looks_like_override(arg: str) -> bool:
     return bool(sep) and bool(_LOOSE_HEAD.fullmatch(head)) and not head.endswith("/")
 
 
+def check_count(overrides: Any) -> None:
+    """At most ``bounds.MAX_OVERRIDES`` overrides in one call (each costs a lookup and, when
+    unknown, a search; Hydra command lines hold tens)."""
+    if len(overrides) > MAX_OVERRIDES:
+        raise InputError(
+            f"{len(overrides):,} overrides, more than moe-lint's bound of {MAX_OVERRIDES:,} "
+            "(bounds.MAX_OVERRIDES)"
+        )
+
+
 def parse_override(arg: str, argument: int | None = None) -> Override:
-    """Parse one override; raise :class:`InputError` with one line on what moe-lint cannot use."""
+    """Parse one override; raise :class:`InputError` with one line on what moe-lint cannot use.
+
+    An override is input like a config file: at most ``bounds.MAX_OVERRIDE_CHARS`` characters,
+    its key and list value together at most ``bounds.MAX_DEPTH`` levels deep."""
     shown = bounded_repr(arg)  # messages echo the argument, bounded (bounds.MAX_REPR_CHARS)
+    if len(arg) > MAX_OVERRIDE_CHARS:
+        raise InputError(
+            f"override {bounded_repr(arg, 60)}: {len(arg):,} characters, more than moe-lint's "
+            f"bound of {MAX_OVERRIDE_CHARS:,} (bounds.MAX_OVERRIDE_CHARS)"
+        )
     if arg.startswith("++"):
         prefix = "++"
     elif arg.startswith(("+", "~")):
@@ -337,6 +371,11 @@ def parse_override(arg: str, argument: int | None = None) -> Override:
     if not _KEY.fullmatch(key):
         raise InputError(f"bad override {shown}: expected key.path=value, +key=value or ~key")
     parts = key.split(".")
+    if len(parts) > MAX_DEPTH:
+        raise InputError(
+            f"override {shown}: a key {len(parts):,} levels deep; moe-lint's bound is "
+            f"{MAX_DEPTH} (bounds.MAX_DEPTH)"
+        )
     if any(p.isdigit() for p in parts):
         raise InputError(
             f"override {shown}: list-index keys are not supported; set the whole list (key=[a,b])"
@@ -345,12 +384,18 @@ def parse_override(arg: str, argument: int | None = None) -> Override:
     if prefix == "~":
         if not sep:
             return Override(arg, prefix, path, None, True, False, argument)
-        value = parse_value(raw, f"override {shown}")
+        value = parse_value(raw, f"override {shown}", MAX_DEPTH - len(parts))
         return Override(arg, prefix, path, value, True, True, argument)
     if not sep:
         raise InputError(f"bad override {shown}: missing '=value'")
     return Override(
-        arg, prefix, path, parse_value(raw, f"override {shown}"), False, False, argument
+        arg,
+        prefix,
+        path,
+        parse_value(raw, f"override {shown}", MAX_DEPTH - len(parts)),
+        False,
+        False,
+        argument,
     )
 
 
@@ -588,6 +633,15 @@ def apply_overrides(
     place) the way Hydra's struct mode and Bridge would, recording what they reject or skip."""
     oracle = oracle or FieldOracle()
     out = Applied()
+    # "did you mean" searches left (bounds.MAX_SUGGESTIONS): each is a difflib pass
+    hints_left = [MAX_SUGGESTIONS]
+
+    def hint(ov: Override) -> str:
+        hints_left[0] -= 1
+        if hints_left[0] < 0:
+            return "check the name and its section"
+        return _hint(ov, data, oracle)
+
     touched: set[str] = set()  # keys an earlier override set
     gone: set[str] = set()  # keys an earlier override deleted (absent from Hydra's dict now)
     for position, ov in enumerate(overrides):
@@ -619,7 +673,7 @@ def apply_overrides(
         def why_missing(_ov: Override = ov, _deleted: bool = deleted_before) -> str:
             if _deleted:
                 return "an earlier ~ override deleted it; re-add it with +" + _ov.text.lstrip("+~")
-            return _hint(_ov, data, oracle)
+            return hint(_ov)
 
         if ov.delete:
             if present and current is None:
@@ -654,7 +708,7 @@ def apply_overrides(
             elif exists and not present and _never_null(parts) and oracle.always(parts, data):
                 problem(APPEND_EXISTING, source="the recipe")
         if is_field is False:
-            problem(KEY_SKIPPED, _hint(ov, data, oracle), now=str(parts[first_unknown]))
+            problem(KEY_SKIPPED, hint(ov), now=str(parts[first_unknown]))
         _set(data, parts, ov.value)
         touched.add(dotted)
         gone = {g for g in gone if g != dotted and not g.startswith(dotted + ".")}

@@ -8,9 +8,9 @@ apply cluster/model settings and ``extra-fields`` to files matching a glob
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -18,11 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from moe_lint.bounds import MAX_GPUS, bounded_repr, number_too_long
+from moe_lint.bounds import (
+    MAX_DEPTH,
+    MAX_GPUS,
+    MAX_REPR_CHARS,
+    MAX_SETTING_CHARS,
+    MAX_SETTING_VALUES,
+    MAX_SETTINGS_BYTES,
+    bounded_repr,
+    bounded_str,
+    number_too_long,
+    too_large,
+)
 from moe_lint.config import hf_config
+from moe_lint.config.load import read_file
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.versions import package_key, parse_version
-from moe_lint.errors import UsageError
+from moe_lint.errors import InputError, UsageError
+from moe_lint.globs import check_pattern, fnmatch_regex
 
 
 def _shown(value: object) -> str:
@@ -99,21 +112,29 @@ class Settings:
 
 
 def _int(value: Any, key: str, where: str) -> int:
-    text = str(value).replace("_", "")
-    too_long = number_too_long(text)
-    if too_long:
-        raise UsageError(f"{where}: {key}: {too_long}")
-    try:
-        number = int(text)
-    except ValueError:
-        raise UsageError(
-            f"{where}: {key} must be a positive integer, got {_shown(value)}"
-        ) from None
+    """A positive GPU or node count up to ``bounds.MAX_GPUS``, from an int or its text (an int
+    is judged without printing it: ``str()`` of a 5,000-digit int raises ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise UsageError(f"{where}: {key} must be a positive integer, got {_shown(value)}")
+    if isinstance(value, int):
+        number = int.__int__(value)
+    else:
+        text = value.replace("_", "")
+        too_long = number_too_long(text)
+        if too_long:
+            raise UsageError(f"{where}: {key}: {too_long}")
+        try:
+            number = int(text)
+        except ValueError:
+            raise UsageError(
+                f"{where}: {key} must be a positive integer, got {_shown(value)}"
+            ) from None
     if number < 1:
         raise UsageError(f"{where}: {key} must be a positive integer, got {_shown(value)}")
     if number > MAX_GPUS:
+        shown = f"{number:,}" if number.bit_length() < 256 else _shown(number)
         raise UsageError(
-            f"{where}: {key} = {number:,} is past moe-lint's bound of {MAX_GPUS:,} GPUs "
+            f"{where}: {key} = {shown} is past moe-lint's bound of {MAX_GPUS:,} GPUs "
             "(bounds.MAX_GPUS)"
         )
     return number
@@ -128,9 +149,19 @@ def normalize_gpu(name: str, where: str) -> str:
     return key
 
 
+def _text(value: Any, key: str, where: str) -> str:
+    """A cluster/model/version value as text: a string, or a number as TOML writes one
+    (``bridge = 0.6``); a list, table or boolean is refused."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return bounded_str(value, MAX_REPR_CHARS)
+    raise UsageError(f"{where}: {key} must be a string, got {_shown(value)}")
+
+
 def apply_cluster(
     settings: Settings,
-    values: dict[str, Any],
+    values: Mapping[str, Any],
     where: str,
     base: Path | None = None,
     source: str | None = None,
@@ -156,14 +187,14 @@ def apply_cluster(
         elif norm == "gpus-per-node":
             out.gpus_per_node = _int(value, key, where)
         elif norm == "gpu":
-            out.gpu = normalize_gpu(str(value), where)
+            out.gpu = normalize_gpu(_text(value, key, where), where)
         elif norm == "model":
-            out.model = normalize_model(str(value), where, base)
+            out.model = normalize_model(_text(value, key, where), where, base)
         elif norm == "extra-fields":
             out.extra_fields = (*out.extra_fields, *extra_fields(value, f"{where}: {key}"))
         elif norm in _VERSION_KEYS:
             try:
-                out.versions = {**out.versions, norm: parse_version(str(value))}
+                out.versions = {**out.versions, norm: parse_version(_text(value, key, where))}
             except ValueError:
                 raise UsageError(f"{where}: {key} must be a version like 0.15 or 2.6.0") from None
     return out
@@ -184,6 +215,8 @@ def extra_fields(value: Any, where: str) -> list[str]:
 def parse_directives(text: str, where: str) -> dict[str, str]:
     """``# moe-lint: gpus=256 gpu=h100 model=deepseek-v3`` comments (not disable=...)."""
     found: dict[str, str] = {}
+    if "moe-lint" not in text:  # most files: no line to look at
+        return found
     for line in text.splitlines():
         match = _DIRECTIVE.search(line)
         if not match:
@@ -218,14 +251,21 @@ _PYPROJECT_KEYS = {
 
 
 def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
-    """Settings and default output format from ``[tool.moe-lint]``."""
+    """Settings and default output format from ``[tool.moe-lint]``.
+
+    The file is read as any input is (a regular file, at most ``bounds.MAX_SETTINGS_BYTES``),
+    and nesting too deep for ``tomllib``'s recursive parser is one usage error.
+    """
     settings = Settings()
     if path is None:
         return settings, None
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
+        raw = read_file(str(path), MAX_SETTINGS_BYTES)
+    except InputError as exc:
+        raise UsageError(f"{path}: cannot read pyproject.toml: {exc.message}") from None
+    too_big = too_large(len(raw), MAX_SETTINGS_BYTES, "MAX_SETTINGS_BYTES")
+    if too_big:
+        raise UsageError(f"{path}: cannot read pyproject.toml: {too_big}")
     if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
         return settings, None
     # Lazy: tomllib only when a pyproject.toml is found.
@@ -233,12 +273,90 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
-    table = data.get("tool", {}).get("moe-lint")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: cannot read pyproject.toml: invalid UTF-8 at byte "
+                         f"{exc.start}") from None  # fmt: skip
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(
+            f"{path}: cannot read pyproject.toml: {bounded_str(str(exc), MAX_REPR_CHARS)}"
+        ) from None
+    except RecursionError:
+        raise UsageError(
+            f"{path}: cannot read pyproject.toml: arrays or tables nested too deep to parse"
+        ) from None
+    tool = data.get("tool")
+    table = tool.get("moe-lint") if isinstance(tool, dict) else None
     if table is None:
         return settings, None
     return settings_from_table(table, f"{path} [tool.moe-lint]", path.parent)
+
+
+#: Output formats (``--format``, ``format`` in pyproject).
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
+
+
+def check_table(table: Any, where: str) -> dict[str, Any]:
+    """``table`` as plain TOML-shaped data (dicts with str keys, lists, str, int, float, bool),
+    within moe-lint's bounds on settings: ``bounds.MAX_SETTING_VALUES`` values and
+    ``bounds.MAX_SETTING_CHARS`` characters of keys and strings in all, ``bounds.MAX_DEPTH``
+    levels. The Python API's ``settings`` mapping comes through here too: any ``Mapping`` is a
+    table, a tuple a list, and other objects are refused by type, never by calling them."""
+    if not isinstance(table, Mapping):
+        raise UsageError(f"{where}: must be a table")
+    budget = [MAX_SETTING_VALUES, MAX_SETTING_CHARS]
+
+    def spend(values: int, chars: int) -> None:
+        budget[0] -= values
+        budget[1] -= chars
+        if budget[0] < 0:
+            raise UsageError(
+                f"{where}: more than {MAX_SETTING_VALUES:,} values in the settings "
+                "(bounds.MAX_SETTING_VALUES)"
+            )
+        if budget[1] < 0:
+            raise UsageError(
+                f"{where}: more than {MAX_SETTING_CHARS:,} characters of keys and strings in "
+                "the settings (bounds.MAX_SETTING_CHARS)"
+            )
+
+    def plain(value: Any, path: str, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise UsageError(f"{where}: nesting deeper than {MAX_DEPTH} levels")
+        if isinstance(value, str):
+            spend(1, len(value))
+            return value
+        if isinstance(value, bool | int | float):
+            spend(1, 0)
+            return value
+        if isinstance(value, Mapping):
+            spend(1, 0)
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise UsageError(
+                        f"{where}: {path or 'the table'} has a key that is not a string "
+                        f"({bounded_repr(key, 60)})"
+                    )
+                spend(0, len(key))
+                out[key] = plain(item, f"{path}.{key}" if path else key, depth + 1)
+            return out
+        if isinstance(value, list | tuple):
+            spend(1, 0)
+            return [plain(item, path, depth + 1) for item in value]
+        raise UsageError(
+            f"{where}: {_shown(path)} holds a {type(value).__name__}, not a string, number, "
+            "boolean, list or table"
+        )
+
+    checked: dict[str, Any] = plain(table, "", 0)
+    return checked
+
+
+def _names(keys: Any) -> str:
+    """Setting names for a message: each shown bounded, at most five, sorted."""
+    shown = sorted(bounded_repr(k, 60) for k in list(keys)[:100])
+    more = len(keys) - 5
+    return ", ".join(shown[:5]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def settings_from_table(
@@ -246,46 +364,56 @@ def settings_from_table(
 ) -> tuple[Settings, str | None]:
     """Settings and default output format from a ``[tool.moe-lint]`` table (pyproject.toml,
     or the ``settings`` mapping of the Python API); ``base_dir`` anchors globs and pack paths
-    (None: the current directory)."""
+    (None: the current directory). Every value is checked for its type and against moe-lint's
+    bounds (check_table); anything else is one UsageError."""
+    table = check_table(table, where)
     settings = Settings()
-    if not isinstance(table, dict):
-        raise UsageError(f"{where}: must be a table")
     unknown = set(table) - _PYPROJECT_KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
+        raise UsageError(f"{where}: unknown setting(s) {_names(unknown)}")
     settings = apply_cluster(
         settings, {k: v for k, v in table.items() if k in _CLUSTER_KEYS}, where, base_dir
     )
     settings.base_dir = base_dir
 
-    def str_list(key: str) -> list[str]:
-        value = table.get(key, [])
+    def str_list(key: str, value: Any = None, patterns: bool = False) -> list[str]:
+        value = table.get(key, []) if value is None else value
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise UsageError(f"{where}: {key} must be a list of strings")
+        if patterns:
+            for pattern in value:
+                check_pattern(pattern, f"{where}: {key}")
         return list(value)
 
     if "select" in table:
         settings.select = str_list("select")
     settings.extend_select = str_list("extend-select")
     settings.ignore = str_list("ignore")
-    settings.rules = [str(((base_dir or Path()) / p).resolve()) for p in str_list("rules")]
+    try:
+        settings.rules = [str(((base_dir or Path()) / p).resolve()) for p in str_list("rules")]
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"{where}: rules: cannot resolve a pack path ({exc})") from None
     if "exclude" in table:
-        settings.exclude = str_list("exclude")
-    settings.extend_exclude = str_list("extend-exclude")
+        settings.exclude = str_list("exclude", patterns=True)
+    settings.extend_exclude = str_list("extend-exclude", patterns=True)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise UsageError(f"{where}: per-file-ignores must be a table of glob = [codes]")
-    settings.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
+    for glob, codes in pfi.items():
+        check_pattern(glob, f"{where}: per-file-ignores")
+        str_list(f"per-file-ignores.{bounded_repr(glob, 60)}", codes)
+    settings.per_file_ignores = {k: list(v) for k, v in pfi.items()}
     per_file = table.get("per-file", {})
     if not isinstance(per_file, dict):
         raise UsageError(f"{where}: per-file must be a table of glob = {{settings}}")
     for glob, values in per_file.items():
+        check_pattern(glob, f"{where}: per-file")
         if not isinstance(values, dict) or {k.replace("_", "-") for k in values} - _PER_FILE_KEYS:
             raise UsageError(
                 f"{where}: per-file.{_shown(glob)} may only set {sorted(_PER_FILE_KEYS)}"
             )
-        apply_cluster(Settings(), values, f"{where} per-file.{glob}", base_dir)  # validate
-    settings.per_file = {str(k): dict(v) for k, v in per_file.items()}
+        apply_cluster(Settings(), values, f"{where} per-file.{_shown(glob)}", base_dir)
+    settings.per_file = {k: dict(v) for k, v in per_file.items()}
     if "extra-fields" in table:
         settings.extra_fields = tuple(extra_fields(table["extra-fields"], f"{where}: extra-fields"))
     introspect = table.get("introspect-bridge", False)
@@ -302,10 +430,23 @@ def settings_from_table(
     memory_settings(memory, f"{where} memory")  # validate now
     settings.memory = dict(memory)
     fmt = table.get("format")
-    return settings, (str(fmt) if fmt is not None else None)
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(
+            f"{where}: format must be one of {', '.join(FORMATS)}, not {bounded_repr(fmt, 60)}"
+        )
+    return settings, fmt
 
 
 def relative_to_base(file: str, base: Path | None) -> str:
+    """``file`` relative to ``base`` (else the working directory), ``/``-separated; a name the
+    OS cannot resolve (a NUL, a loop, ~nobody) is matched as written."""
+    try:
+        return _relative(file, base)
+    except (OSError, RuntimeError, ValueError):
+        return Path(file).as_posix()
+
+
+def _relative(file: str, base: Path | None) -> str:
     path = Path(file).resolve()
     if base is not None:
         try:
@@ -316,8 +457,11 @@ def relative_to_base(file: str, base: Path | None) -> str:
 
 
 def glob_match(file: str, pattern: str, base: Path | None) -> bool:
+    """Whether a ``per-file`` / ``per-file-ignores`` glob matches ``file`` (relative to
+    ``base``) or its name, as ``fnmatch.fnmatch`` would, in linear time (moe_lint.globs)."""
     rel = relative_to_base(file, base)
-    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(Path(rel).name, pattern)
+    regex = fnmatch_regex(pattern)
+    return regex.fullmatch(rel) is not None or regex.fullmatch(Path(rel).name) is not None
 
 
 @cache
@@ -366,15 +510,24 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
     preset = preset_key(name)
     if preset is not None:
         return preset
-    path = Path(name.strip()).expanduser()
-    if base is not None and not path.is_absolute():
-        path = base / path
-    found = hf_config.find_config(path)
-    if found is not None:
-        resolved = str(found.resolve())
+    try:
+        path = Path(name.strip()).expanduser()
+        if base is not None and not path.is_absolute():
+            path = base / path
+        found = hf_config.find_config(path)
+        resolved = str(found.resolve()) if found is not None else None
+        is_dir = found is None and path.is_dir()
+    except (OSError, RuntimeError, ValueError) as exc:
+        # ~nosuchuser (RuntimeError), a NUL (ValueError), a name too long (OSError).
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(
+            f"{where}: no model preset {_shown(name)}, and not a usable path "
+            f"({bounded_str(why, MAX_REPR_CHARS)})"
+        ) from None
+    if resolved is not None:
         hf_config.load(resolved)  # validate now: a bad config.json is one usage error
         return resolved
-    if path.is_dir():
+    if is_dir:
         raise UsageError(f"{where}: model directory {_shown(name)} has no config.json")
     if name.strip().endswith(".json") or "/" in name or os.sep in name:
         raise UsageError(

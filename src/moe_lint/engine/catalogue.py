@@ -15,15 +15,21 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
+from moe_lint.bounds import (
+    MAX_PACK_BYTES,
+    MAX_PACK_NODES,
+    MAX_PACK_RULES,
+    MAX_REPR_CHARS,
+    bounded_repr,
+    bounded_str,
+)
 from moe_lint.config import fields
-from moe_lint.config.load import _yaml_error_message
+from moe_lint.config.load import load_data, read_file
 from moe_lint.config.versions import check_spec, package_key
 from moe_lint.engine import checks
 from moe_lint.engine.expr import (
@@ -37,7 +43,7 @@ from moe_lint.engine.expr import (
     compile_template,
 )
 from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES
-from moe_lint.errors import RulePackError
+from moe_lint.errors import InputError, RulePackError
 
 ENTRY_POINT_GROUP = "moe_lint.rules"
 _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
@@ -130,15 +136,23 @@ class Catalogue:
     checks: dict[str, PythonCheck]
     #: Codes of the rules moe-lint ships (trusted), as opposed to plugin and repository packs.
     shipped: frozenset[str] = frozenset()
+    #: Selector -> its rules, filled by resolve (each file resolves the same selectors).
+    resolved: dict[str, list[Rule]] = field(default_factory=dict, repr=False, compare=False)
 
     def resolve(self, selector: str) -> list[Rule]:
         """Rules matched by a code, a name, a code prefix (``PAR``) or ``ALL``."""
-        sel = selector.strip()
-        if sel.upper() == "ALL":
-            return list(self.rules)
-        if sel in self.by_name:
-            return [self.by_name[sel]]
-        return [r for r in self.rules if r.code.startswith(sel.upper())]
+        found = self.resolved.get(selector)
+        if found is None:
+            sel = selector.strip()
+            if sel.upper() == "ALL":
+                found = list(self.rules)
+            elif sel in self.by_name:
+                found = [self.by_name[sel]]
+            else:
+                found = [r for r in self.rules if r.code.startswith(sel.upper())]
+            if len(self.resolved) < 10_000:
+                self.resolved[selector] = found
+        return list(found)
 
 
 def field_exists(section: str, name: str) -> bool:
@@ -190,32 +204,65 @@ def builtin_checks(shipped: Any = None) -> dict[str, PythonCheck]:
     return LazyChecks(dict(shipped.CHECK_INDEX))
 
 
-def _load_yaml(path: Path) -> Any:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def _load_yaml(path: Path, budget: list[int] | None = None) -> Any:
+    """A pack's data, read and parsed under the bounds of any input: a regular file only (a
+    FIFO would block), YAML nodes and nesting as for a config; with ``budget`` ([bytes left]),
+    the packs from outside moe-lint share ``bounds.MAX_PACK_BYTES``."""
+    limit = MAX_PACK_BYTES if budget is None else max(budget[0], 0)
     try:
-        with path.open(encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=loader)
-    except OSError as exc:
-        raise RulePackError(f"{path}: cannot read rule pack: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise RulePackError(
-            f"{path}: rule pack is not valid YAML: {_yaml_error_message(exc)}"
-        ) from None
+        raw = read_file(str(path), limit)
+    except InputError as exc:
+        raise RulePackError(f"{path}: cannot read rule pack: {exc.message}") from None
+    if budget is not None:
+        budget[0] -= len(raw)
+        if budget[0] < 0:
+            raise RulePackError(
+                f"{path}: rule packs from outside moe-lint hold more than {MAX_PACK_BYTES:,} "
+                "bytes in all (bounds.MAX_PACK_BYTES)"
+            )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RulePackError(f"{path}: rule pack is not UTF-8 (byte {exc.start})") from None
+    try:
+        return load_data(text)
+    except InputError as exc:
+        raise RulePackError(f"{path}: rule pack is not valid YAML: {exc.message}") from None
 
 
-def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, PythonCheck]) -> Rule:
+def _rule_from_entry(
+    entry: Any,
+    where: str,
+    pack: str,
+    checks: dict[str, PythonCheck],
+    budget: list[int] | None = None,
+) -> Rule:
+    """One validated rule; with ``budget`` (load_pack's), its expressions' syntax nodes are
+    charged to ``budget[2]`` as each compiles (``bounds.MAX_PACK_NODES``)."""
+
+    def expression(text: Any, at: str, known: frozenset[str]) -> Compiled:
+        compiled = compile_expr(text, at, known, field_exists)
+        if budget is not None:
+            budget[2] -= compiled.cost
+            if budget[2] < 0:
+                raise RulePackError(
+                    f"{at}: rule packs from outside moe-lint hold more than "
+                    f"{MAX_PACK_NODES:,} expression syntax nodes in all (bounds.MAX_PACK_NODES)"
+                )
+        return compiled
+
     if not isinstance(entry, dict):
         raise RulePackError(f"{where}: each rule must be a mapping")
     unknown = set(entry) - _RULE_KEYS
     if unknown:
-        raise RulePackError(f"{where}: unknown rule keys {sorted(unknown)}")
+        raise RulePackError(f"{where}: unknown rule keys {bounded_repr(sorted(map(str, unknown)))}")
     code = entry.get("code")
     if not isinstance(code, str) or not _CODE.match(code):
-        raise RulePackError(f"{where}: code {code!r} must look like ABC123")
+        raise RulePackError(f"{where}: code {bounded_repr(code)} must look like ABC123")
     where = f"{where} {code}"
     name = entry.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        raise RulePackError(f"{where}: name {name!r} must be kebab-case")
+        raise RulePackError(f"{where}: name {bounded_repr(name)} must be kebab-case")
     severity = entry.get("severity")
     if severity not in SEVERITIES:
         raise RulePackError(f"{where}: severity must be one of {SEVERITIES}")
@@ -233,8 +280,8 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         raise RulePackError(f"{where}: give exactly one of 'when' or 'check'")
     names: set[str] = set(FACT_NAMES) | set(FUNCTIONS) | set(CONFIG_FUNCTIONS) | SECTION_NAMES
     if check is not None:
-        if check not in checks:
-            raise RulePackError(f"{where}: unknown check {check!r}")
+        if not isinstance(check, str) or check not in checks:
+            raise RulePackError(f"{where}: unknown check {bounded_repr(check)}")
         names |= checks[check].params
         used_by_check = checks[check].facts
     else:
@@ -245,21 +292,21 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         raise RulePackError(f"{where}: 'let' must be a mapping of name: expression")
     for let_name, text in raw_lets.items():
         if not str(let_name).isidentifier() or let_name in names:
-            raise RulePackError(f"{where}: bad or shadowing let name {let_name!r}")
+            raise RulePackError(f"{where}: bad or shadowing let name {bounded_repr(let_name)}")
         lets.append(
             (
                 let_name,
-                compile_expr(text, f"{where} let.{let_name}", frozenset(names), field_exists),
+                expression(text, f"{where} let.{bounded_str(str(let_name), 60)}", frozenset(names)),
             )
         )
         names.add(let_name)
     frozen = frozenset(names)
-    compiled_when = compile_expr(when, f"{where} when", frozen, field_exists) if when else None
+    compiled_when = expression(when, f"{where} when", frozen) if when is not None else None
     path = entry.get("path")
     if path is None and check is None:
         raise RulePackError(f"{where}: 'path' is required for condition rules")
     if path is not None and (not isinstance(path, str) or path.split(".")[0] not in SECTION_NAMES):
-        raise RulePackError(f"{where}: path {path!r} must start with a config section")
+        raise RulePackError(f"{where}: path {bounded_repr(path)} must start with a config section")
     related = entry.get("related") or []
     if not isinstance(related, list) or not all(isinstance(p, str) for p in related):
         raise RulePackError(f"{where}: 'related' must be a list of config paths")
@@ -280,10 +327,10 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         sets = []
         for set_path, text in (raw_fix.get("set") or {}).items():
             if str(set_path).split(".")[0] not in SECTION_NAMES:
-                raise RulePackError(f"{where}: fix path {set_path!r} must start with a section")
-            sets.append(
-                (str(set_path), compile_expr(text, f"{where} fix.set", frozen, field_exists))
-            )
+                raise RulePackError(
+                    f"{where}: fix path {bounded_repr(set_path)} must start with a section"
+                )
+            sets.append((str(set_path), expression(text, f"{where} fix.set", frozen)))
         if applicability != "display-only" and not sets and check is None:
             raise RulePackError(f"{where}: an applicable fix needs 'set' values")
         fix = FixSpec(
@@ -306,7 +353,7 @@ def _rule_from_entry(entry: Any, where: str, pack: str, checks: dict[str, Python
         raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
     versions = _versions(entry.get("versions"), where)
     applies_to = entry.get("applies_to") or []
-    if not isinstance(applies_to, list) or set(applies_to) - set(INPUT_KINDS):
+    if not isinstance(applies_to, list) or not all(k in INPUT_KINDS for k in applies_to):
         raise RulePackError(f"{where}: 'applies_to' must be a list of {list(INPUT_KINDS)}")
     modes = entry.get("modes", [])
     if (
@@ -367,7 +414,7 @@ def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     for package, spec in raw.items():
         key = package_key(str(package))
         if key is None:
-            raise RulePackError(f"{where}: unknown package {package!r} in 'versions'")
+            raise RulePackError(f"{where}: unknown package {bounded_repr(package)} in 'versions'")
         try:
             check_spec(str(spec))
         except ValueError as exc:
@@ -376,16 +423,34 @@ def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def load_pack(path: Path, checks: dict[str, PythonCheck]) -> list[Rule]:
-    """Load and validate one pack file."""
-    data = _load_yaml(path)
+def load_pack(
+    path: Path, checks: dict[str, PythonCheck], budget: list[int] | None = None
+) -> list[Rule]:
+    """Load and validate one pack file; ``budget`` ([bytes, rules, expression nodes left])
+    bounds the packs from outside moe-lint together (``bounds.MAX_PACK_BYTES``,
+    ``bounds.MAX_PACK_RULES``, ``bounds.MAX_PACK_NODES``)."""
+    data = _load_yaml(path, budget)
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise RulePackError(f"{path}: a rule pack is a mapping with a 'rules' list")
-    pack = str(data.get("pack") or path.stem)
-    return [
-        _rule_from_entry(entry, f"{path.name}[{i}]", pack, checks)
-        for i, entry in enumerate(data["rules"])
-    ]
+    if budget is not None:
+        budget[1] -= len(data["rules"])
+        if budget[1] < 0:
+            raise RulePackError(
+                f"{path}: rule packs from outside moe-lint hold more than {MAX_PACK_RULES:,} "
+                "rules in all (bounds.MAX_PACK_RULES)"
+            )
+    pack = bounded_str(str(data.get("pack") or path.stem), 100)
+    rules = []
+    for i, entry in enumerate(data["rules"]):
+        try:
+            rules.append(_rule_from_entry(entry, f"{path.name}[{i}]", pack, checks, budget))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # A value of a shape no check above foresaw: the pack is malformed, not moe-lint.
+            raise RulePackError(
+                f"{path.name}[{i}]: malformed rule ({type(exc).__name__}: "
+                f"{bounded_str(str(exc), MAX_REPR_CHARS)})"
+            ) from None
+    return rules
 
 
 #: Files besides the packs whose content decides what the shipped packs compile to (relative
@@ -505,7 +570,9 @@ def _group_entries(text: str, where: str) -> list[tuple[str, str]]:
         if section == ENTRY_POINT_GROUP:
             name, sep, value = line.partition("=")
             if not sep:
-                raise RulePackError(f"{where}: bad entry point line {line!r} in [{section}]")
+                raise RulePackError(
+                    f"{where}: bad entry point line {bounded_repr(line)} in [{section}]"
+                )
             out.append((name.strip(), value.strip()))
     return out
 
@@ -540,13 +607,15 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
             try:
                 provided = ep.load()()
             except Exception as exc:  # a broken plugin must not take the linter down
-                raise RulePackError(f"rule plugin {name!r} failed to load: {exc}") from None
+                raise RulePackError(
+                    f"rule plugin {bounded_repr(name)} failed to load: {bounded_str(str(exc))}"
+                ) from None
             for check_name, check in (provided.get("checks") or {}).items():
                 checks[str(check_name)] = check
             pack_paths.extend(Path(p) for p in provided.get("packs") or ())
     pack_paths.extend(Path(p) for p in extra_packs)
     builtin = list(shipped.rules()) if shipped is not None else compile_packs(builtin_paths, checks)
-    rules = compile_packs(pack_paths, checks, builtin) if pack_paths else builtin
+    rules = compile_packs(pack_paths, checks, builtin, bounded=True) if pack_paths else builtin
     return Catalogue(
         rules,
         {r.code: r for r in rules},
@@ -557,14 +626,20 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
 
 
 def compile_packs(
-    pack_paths: list[Path], checks: dict[str, PythonCheck], compiled: Iterable[Rule] = ()
+    pack_paths: list[Path],
+    checks: dict[str, PythonCheck],
+    compiled: Iterable[Rule] = (),
+    bounded: bool = False,
 ) -> list[Rule]:
-    """``compiled`` rules plus every pack, validated; codes and names unique across all."""
+    """``compiled`` rules plus every pack, validated; codes and names unique across all.
+    ``bounded``: the packs come from outside moe-lint (plugins, ``--rules``, pyproject) and
+    share ``bounds.MAX_PACK_BYTES``, ``bounds.MAX_PACK_RULES`` and ``bounds.MAX_PACK_NODES``."""
     rules: list[Rule] = list(compiled)
     by_code: dict[str, Rule] = {r.code: r for r in rules}
     by_name: dict[str, Rule] = {r.name: r for r in rules}
+    budget = [MAX_PACK_BYTES, MAX_PACK_RULES, MAX_PACK_NODES] if bounded else None
     for path in pack_paths:
-        for rule in load_pack(path, checks):
+        for rule in load_pack(path, checks, budget):
             if rule.code in by_code:
                 raise RulePackError(f"{path}: rule code {rule.code} is defined twice")
             if rule.name in by_name:

@@ -571,11 +571,11 @@ class _Names:
                 raise self.fail("a comprehension may only bind plain names")
         for name in names:
             if name.startswith("_"):
-                raise self.fail(f"name {name!r} is not allowed")
+                raise self.fail(f"name {bounded_repr(name)} is not allowed")
             if name in self.known or name in scope:
-                raise self.fail(f"comprehension variable {name!r} shadows a known name")
+                raise self.fail(f"comprehension variable {bounded_repr(name)} shadows a known name")
             if names.count(name) > 1:
-                raise self.fail(f"comprehension variable {name!r} is bound twice")
+                raise self.fail(f"comprehension variable {bounded_repr(name)} is bound twice")
         return names
 
 
@@ -783,14 +783,16 @@ def compile_template(
     try:
         parsed = list(_FORMATTER.parse(text))
     except ValueError as exc:
-        raise RulePackError(f"{where}: bad template {text!r}: {exc}") from None
+        raise RulePackError(
+            f"{where}: bad template {bounded_repr(text)}: {bounded_str(str(exc))}"
+        ) from None
     for _, name, spec, conv in parsed:
         if name is None:
             continue
         if conv not in (None, "r", "s"):
-            raise RulePackError(f"{where}: conversion !{conv} not allowed in {text!r}")
+            raise RulePackError(f"{where}: conversion !{conv} not allowed in {bounded_repr(text)}")
         if spec and "{" in spec:
-            raise RulePackError(f"{where}: nested placeholders not allowed in {text!r}")
+            raise RulePackError(f"{where}: nested placeholders not allowed in {bounded_repr(text)}")
         if spec and _BIG_NUMBER.search(spec):
             raise RulePackError(
                 f"{where}: format width or precision of 10,000 or more in {{{name}:{spec}}}"
@@ -798,10 +800,16 @@ def compile_template(
         parts = name.split(".")
         if len(parts) == 2 and parts[0] in SECTION_NAMES:
             if parts[1].startswith("_"):
-                raise RulePackError(f"{where}: placeholder {{{name}}} is not a config field")
+                raise RulePackError(
+                    f"{where}: placeholder {{{bounded_str(name, 100)}}} is not a config field"
+                )
             if not field_exists(parts[0], parts[1]):
-                raise RulePackError(f"{where}: unknown field {name!r} in {text!r}")
+                raise RulePackError(
+                    f"{where}: unknown field {bounded_repr(name)} in {bounded_repr(text)}"
+                )
         elif len(parts) != 1 or not parts[0].isidentifier() or parts[0] not in known_names:
-            raise RulePackError(f"{where}: unknown placeholder {{{name}}} in {text!r}")
+            raise RulePackError(
+                f"{where}: unknown placeholder {{{bounded_str(name, 100)}}} in {bounded_repr(text)}"
+            )
         fields.append(name)
     return Template(text, tuple(fields))

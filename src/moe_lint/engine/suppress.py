@@ -14,10 +14,12 @@ import heapq
 import re
 from dataclasses import dataclass, field
 
+from moe_lint.bounds import MAX_SUPPRESSIONS
 from moe_lint.config.load import Document
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.evaluate import Context, Evaluator, run_rule
 from moe_lint.engine.findings import SPLIT_FROM, Finding, split_parents
+from moe_lint.errors import InputError
 
 #: The checks that report on the suppression comments themselves (SUP rules): they need to
 #: know which comments covered a finding, so this stage runs them, not the rules stage.
@@ -84,6 +86,8 @@ def _match(line: str) -> tuple[int, str, str, str | None] | None:
 
 def parse_suppressions(text: str) -> list[Suppression]:
     out: list[Suppression] = []
+    if "moe-lint" not in text:  # most files: no line to look at
+        return out
     lines = text.splitlines()
     # The first line at or after each line that is not a comment (own-line suppressions cover
     # it), computed once from the end: thousands of stacked comments stay linear.
@@ -107,6 +111,11 @@ def parse_suppressions(text: str) -> list[Suppression]:
         else:
             target = number
         out.append(Suppression(number, start + 1, len(line) + 1, target, codes, reason))
+        if len(out) > MAX_SUPPRESSIONS:
+            raise InputError(
+                f"line {number}: more than {MAX_SUPPRESSIONS:,} suppression comments in one "
+                "file, moe-lint's bound (bounds.MAX_SUPPRESSIONS)"
+            )
     return out
 
 

@@ -12,8 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from moe_lint.bounds import MAX_BYTES, too_large
+from moe_lint.config.load import read_file
 from moe_lint.engine.findings import Finding, split_parents
-from moe_lint.errors import UsageError
+from moe_lint.errors import InputError, UsageError
 from moe_lint.output.formats import relative_uri
 
 Key = tuple[str, str, str]
@@ -46,18 +48,31 @@ class BaselineResult:
 def apply_baseline(
     path: str, findings: list[Finding], root: Path, linted: set[str]
 ) -> BaselineResult:
-    """Drop findings the baseline records; report entries of linted files that match none."""
+    """Drop findings the baseline records; report entries of linted files that match none.
+
+    The file is read as any input is (a regular file of at most ``bounds.MAX_BYTES``); JSON
+    nested too deep for the parser, or of another shape, is not a baseline: one usage error.
+    """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = read_file(path, MAX_BYTES)
+    except InputError as exc:
+        raise UsageError(f"--baseline {path}: {exc.message}") from None
+    too_big = too_large(len(raw), MAX_BYTES, "MAX_BYTES")
+    if too_big:
+        raise UsageError(f"--baseline {path}: {too_big}")
+    try:
+        data = json.loads(raw.decode("utf-8"))
         entries = data["findings"]
+        if not isinstance(entries, list):
+            raise TypeError
         budget: Counter[Key] = Counter()
         for entry in entries:
-            budget[(str(entry["code"]), str(entry["file"]), str(entry["path"]))] += int(
-                entry.get("count", 1)
-            )
-    except FileNotFoundError:
-        raise UsageError(f"--baseline {path}: no such file") from None
-    except (ValueError, KeyError, TypeError):
+            key = (entry["code"], entry["file"], entry["path"])
+            count = entry.get("count", 1)
+            if not all(isinstance(part, str) for part in key) or not isinstance(count, int):
+                raise TypeError
+            budget[key] += count
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         raise UsageError(f"--baseline {path}: not a moe-lint baseline file") from None
     new: list[Finding] = []
     suppressed = 0

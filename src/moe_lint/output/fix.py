@@ -4,14 +4,16 @@ Edits come from parser marks (character indices into the decoded text), are appl
 order, and overlapping edits are dropped for this pass (the fix loop re-lints and tries again).
 A fix is applied only if re-linting the fixed text adds no error or warning and its finding is
 gone (see run_fixes). Writes are atomic: a temporary file beside the file (a symlink's target),
-then ``os.replace``, keeping mode and owner; a file that cannot be written safely is refused
-with one line (see write_atomic).
+then ``os.replace``, keeping mode and owner; a file with hard links is written in place, its
+new text staged beside it first and its old bytes restored if the write fails; a file that
+cannot be written safely is refused with one line (see write_atomic).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
 import stat
 import tempfile
@@ -263,6 +265,10 @@ def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = N
 
     A symlink is followed: its target is replaced (temporary file beside the target, then
     ``os.replace``), keeping the target's permission bits and owner, so the link stays a link.
+    A file with hard links (``st_nlink > 1``) cannot be replaced without splitting them (the
+    other names would keep the old text), so its own inode is written in place instead
+    (:func:`_write_in_place`): the new text is first staged and synced beside it, the space
+    reserved, and a failed write puts the old bytes back.
     Refused, with the file untouched: a file whose mode has no write bit (checked on the mode
     itself, since root may write anything), a folder without one (the temporary file could
     not be created), a file that vanished or, given ``expected`` (the bytes that were linted),
@@ -305,6 +311,9 @@ def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = N
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if info.st_nlink > 1:
+            _write_in_place(target, data, info, expected)
+            return
         os.chmod(tmp, mode)
         if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
             with contextlib.suppress(OSError):
@@ -323,3 +332,44 @@ def write_atomic(path: str, text: str, had_bom: bool, expected: bytes | None = N
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _write_in_place(target: str, data: bytes, info: os.stat_result, expected: bytes | None) -> None:
+    """Write ``data`` over the file's own bytes (its inode, so every hard link sees the fix).
+
+    The caller has staged and synced ``data`` in a temporary file beside it (a crash mid-write
+    leaves that copy) and re-read the file. Here the space is reserved first where the
+    filesystem can (``posix_fallocate``: a full disk refuses before a byte changes), the file
+    is checked to be the one stat'ed (same inode), written, truncated and synced; if a write
+    fails, the old bytes are written back and the refusal says so.
+    """
+    with open(target, "r+b") as handle:
+        fd = handle.fileno()
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            raise WriteRefused("the file changed while it was being fixed; the fix was not written")
+        old = handle.read()
+        if expected is not None and old != expected:
+            raise WriteRefused("the file changed while it was being fixed; the fix was not written")
+        if hasattr(os, "posix_fallocate") and len(data) > len(old):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+                    raise  # ENOSPC and the like: nothing was written yet
+        try:
+            handle.seek(0)
+            handle.write(data)
+            handle.truncate(len(data))
+            handle.flush()
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                handle.seek(0)
+                handle.write(old)
+                handle.truncate(len(old))
+                handle.flush()
+                os.fsync(fd)
+            raise WriteRefused(
+                f"cannot write the fix: {exc.strerror or exc}; the old text was written back"
+            ) from None
