@@ -452,7 +452,7 @@ _INFERENCE_SCRIPT = re.compile(
 _PY_WORD = re.compile(r"[^\s'\"=;|&]+\.py\b")
 
 
-_MODULE = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
+_MODULE_FLAG = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
 
 
 def run_mode_of(script: str) -> str:
@@ -469,7 +469,7 @@ def _script_mode(text: str, command: _PStr | None) -> str:
     if command is not None:
         return run_mode_of(command.text)
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    words = [w for line in lines for w in _PY_WORD.findall(line) + _MODULE.findall(line)]
+    words = [w for line in lines for w in _PY_WORD.findall(line) + _MODULE_FLAG.findall(line)]
     if words and all(run_mode_of(w) == "inference" for w in words):
         return "inference"
     return "training"
