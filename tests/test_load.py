@@ -118,17 +118,25 @@ def test_comment_only_and_empty_documents_are_no_keys() -> None:
 
 
 def test_deep_text_composes_every_document() -> None:
-    """Past SAFE_C_DEPTH the event composer runs: it too sees each document."""
-    from moe_lint.config.load import SAFE_C_DEPTH, compose
+    """Past SAFE_C_DEPTH the event composer runs (only to refuse: MAX_DEPTH is far lower);
+    like the C composer it sees each document and keeps anchors inside their document."""
+    from moe_lint.config.load import _compose_events, compose
 
-    wide = "x: [" + "[], " * SAFE_C_DEPTH + "]\n"  # many brackets, shallow: the event path
-    nodes = compose(wide + "---\ny: &a 1\n---\nz: 2\n")
-    assert [n.value[0][0].value for n in nodes] == ["x", "y", "z"]
+    text = "x: [[], []]\n---\ny: &a 1\n---\nz: 2\n"
+    assert [n.value[0][0].value for n in _compose_events(text)] == ["x", "y", "z"]
+    assert [n.value[0][0].value for n in compose(text)] == ["x", "y", "z"]
     with pytest.raises(InputError, match="undefined alias"):  # anchors stay in their document
-        compose(wide + "---\ny: &a 1\n---\nz: *a\n")
-    assert parse_text(wide + "---\ny: 2\n").skip == "2 YAML documents, not a Megatron Bridge config"
+        _compose_events("y: &a 1\n---\nz: *a\n")
+    with pytest.raises(InputError, match="undefined alias"):
+        parse_text("model:\n  a: &a 1\n---\nz: *a\n")
+    deep = "x: " + "[" * (SAFE_C_DEPTH + 1) + "]" * (SAFE_C_DEPTH + 1) + "\n"
+    with pytest.raises(InputError, match="nesting deeper than"):
+        compose(deep + "---\ny: 2\n")
+    assert parse_text("x: [[], []]\n---\ny: 2\n").skip == (
+        "2 YAML documents, not a Megatron Bridge config"
+    )
     with pytest.raises(InputError, match="line 3: more than one YAML document"):
-        parse_text(wide + "---\nmodel: {}\n---\nz: 2\n")
+        parse_text("x: 1\n---\nmodel: {}\n---\nz: 2\n")
 
 
 def test_billion_laughs_is_bounded() -> None:

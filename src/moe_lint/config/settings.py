@@ -31,8 +31,8 @@ from moe_lint.bounds import (
     too_large,
 )
 from moe_lint.config import hf_config
-from moe_lint.config.load import read_file
 from moe_lint.config.memory_settings import memory_settings
+from moe_lint.config.regular_file import read_file
 from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import InputError, UsageError
 from moe_lint.globs import check_pattern, fnmatch_regex

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moe_lint.bounds import MAX_BYTES, too_large
-from moe_lint.config.load import read_file
+from moe_lint.config.regular_file import read_file
 from moe_lint.engine.findings import Finding, split_parents
 from moe_lint.errors import InputError, UsageError
 from moe_lint.output.formats import relative_uri

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from moe_lint.analysis.memory.results import stage_bounds
 from moe_lint.output import escape
 from moe_lint.output.text import Segment
 
@@ -28,8 +29,6 @@ def to_json(
     and the worst one carry ``bounds``: lower / central / band of the allocated peak, the
     reserved peak (allocator level) and the device total, side by side.
     """
-    from moe_lint.analysis.memory.results import stage_bounds
-
     lower = {s.stage: s for s in est.lower}
     upper = {s.stage: s for s in est.upper}
     return {
@@ -93,8 +92,6 @@ _LABELS = {
 
 def _ranges(est: Any, stage: Any) -> list[str]:
     """One line per quantity: its lower bound, central estimate and band, side by side."""
-    from moe_lint.analysis.memory.results import stage_bounds
-
     bounds = stage_bounds(est, stage.stage)
     width = max(len(label) for label in _LABELS.values())
     return [

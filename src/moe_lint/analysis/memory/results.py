@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from moe_lint.analysis.memory.verdict import judge
+
 GIB = float(2**30)
 #: The upper band's term on top of the allocated peak (an allocated-memory model error).
 BAND = "model band"
@@ -94,8 +96,6 @@ class Estimate:
     def verdict(self, warn_fraction: float, error_margin: float) -> str | None:
         """The label of the one verdict (verdict.judge) ``check`` (MEM001 / MEM002),
         ``estimate`` and the API share; None without a GPU."""
-        from moe_lint.analysis.memory.verdict import judge
-
         found = judge(self, warn_fraction, error_margin)
         return None if found is None else found.label
 
