@@ -120,7 +120,7 @@ def test_comment_only_and_empty_documents_are_no_keys() -> None:
 def test_deep_text_composes_every_document() -> None:
     """Past SAFE_C_DEPTH the event composer runs (only to refuse: MAX_DEPTH is far lower);
     like the C composer it sees each document and keeps anchors inside their document."""
-    from moe_lint.config.load import _compose_events, compose
+    from moe_lint.config.load import SAFE_C_DEPTH, _compose_events, compose
 
     text = "x: [[], []]\n---\ny: &a 1\n---\nz: 2\n"
     assert [n.value[0][0].value for n in _compose_events(text)] == ["x", "y", "z"]
