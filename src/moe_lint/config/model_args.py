@@ -44,8 +44,11 @@ HARNESS_VARIABLES = frozenset({
 #: Entries a chain of merge keys may bring in (a merge of merges of ... is a YAML bomb).
 MAX_ENTRIES = 100_000
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
-#: Characters the harness's ``eval`` would act on in a value it passes unquoted.
-_SHELL_SPECIAL = set("$`\\\"';&<>*?[]{}~#!")
+#: Characters the harness's ``eval`` would act on in a value it passes unquoted. Not the glob
+#: characters ``*?[]``: bash keeps a pattern that matches no file as written, and a flag value
+#: such as the hybrid layer pattern ``MEMEM*EMEMEM*E/*E/*E`` names no file in the harness's
+#: working directory (the Megatron-LM checkout), so the run gets it as written.
+_SHELL_SPECIAL = set("$`\\\"';&<>{}~#!")
 _QUOTED_SPECIAL = set('$`\\"')
 
 
