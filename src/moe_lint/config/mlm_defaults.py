@@ -173,6 +173,9 @@ def _cuda_graph_scope(run: _Run) -> None:
         )
 
 
+_PATTERN_FLAGS = frozenset({"--hybrid-layer-pattern", "--hybrid-override-pattern"})
+
+
 def _hybrid_pattern(run: _Run) -> None:
     """--hybrid-override-pattern is --hybrid-layer-pattern; the pattern decides num_layers and
     the MTP depth, and its MLA / DSA symbols turn those on (validate_args, core_v0.17.0 on;
@@ -197,6 +200,12 @@ def _hybrid_pattern(run: _Run) -> None:
         "model.is_hybrid_model",
     )
     if not isinstance(pattern, str):
+        if pattern is UNKNOWN and not any(
+            f.name in _PATTERN_FLAGS for f in run.doc.mlm_flags or []
+        ):
+            # Unknown only because the file (a conf file another command sources) does not
+            # say: what it states of its own model (--num-layers 48) is what it says.
+            return
         for dotted in derived:
             run.put(dotted, UNKNOWN, "the hybrid layer pattern decides it and is not known")
         return
