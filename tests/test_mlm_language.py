@@ -110,12 +110,15 @@ def test_env_vars_value_is_edited_in_place(tmp_path: Path) -> None:
 
 
 def test_a_script_exports_its_environment(tmp_path: Path) -> None:
-    """NVIDIA's Megatron-FSDP example with CUDA_DEVICE_MAX_CONNECTIONS=1 exported: Megatron-LM's
-    validate_args assert is quoted, and the fix speaks of the script's environment."""
+    """NVIDIA's Megatron-FSDP example with CUDA_DEVICE_MAX_CONNECTIONS=1 exported where it
+    unsets it: Megatron-LM's validate_args assert is quoted, and the fix speaks of the
+    script's environment. Exported at the top, the script's own ``unset`` clears it."""
     text = FSDP_SCRIPT.read_text(encoding="utf-8")
     assert text.startswith("#!/bin/bash\n")
+    unset = "    unset CUDA_DEVICE_MAX_CONNECTIONS\n"
+    line = text[: text.index(unset)].count("\n") + 1
     path = tmp_path / FSDP_SCRIPT.name
-    path.write_text(text.replace("\n", "\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n", 1))
+    path.write_text(text.replace(unset, "    export CUDA_DEVICE_MAX_CONNECTIONS=1\n"))
     par012 = _one(_findings(str(path), "--gpus", "8"), "PAR012")
     assert (
         "Megatron-LM's validate_args asserts \"FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or "
@@ -124,10 +127,13 @@ def test_a_script_exports_its_environment(tmp_path: Path) -> None:
     assert par012["fix"] == (
         "remove CUDA_DEVICE_MAX_CONNECTIONS from the script's environment (or set it above 1)"
     )
-    assert par012["line"] == 2  # the export
+    assert par012["line"] == line  # the export
     doc = load_file(str(path))
     edit = set_value_edit(doc, ("env_vars", "CUDA_DEVICE_MAX_CONNECTIONS"), 32)
-    assert edit is not None and doc.text[edit.start : edit.end] == "1" and edit.start_line == 2
+    assert edit is not None and doc.text[edit.start : edit.end] == "1" and edit.start_line == line
+    path.write_text(text.replace("\n", "\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n", 1))
+    codes = [f["code"] for f in _findings(str(path), "--gpus", "8")]
+    assert "PAR012" not in codes and "PAR010" in codes  # unset before the launch
 
 
 def test_a_switch_fix_adds_or_removes_the_flag() -> None:
