@@ -173,13 +173,41 @@ def test_values_computed_at_run_time_are_unknown_not_the_recipes() -> None:
     assert cfg.value("train.global_batch_size") == 128
 
 
-def test_overrides_in_an_if_that_may_not_run_are_not_applied() -> None:
-    # if [ -n "$RECOMPUTE_MODULES" ]; then CLI_OVERRIDES="... model.recompute_modules=..."; fi
+def test_overrides_in_an_if_are_applied_as_bash_decides_it() -> None:
+    # RECOMPUTE_METHOD=${RECOMPUTE_METHOD:-uniform}; if [ -n "$RECOMPUTE_METHOD" ]: always
+    # taken. if [ -z "${RECOMPUTE_MODULES+x}" ]; then RECOMPUTE_MODULES=""; fi, then
+    # if [ -n "$RECOMPUTE_MODULES" ]: not taken on the run as written (no such variable set).
     path = DATA / "examples" / "models" / "nemotron" / "nemotron_3" / "ultra" / "slurm_sft.sh"
     doc = load_file(str(path))
-    assert "model.recompute_modules" in doc.launch.unread
+    assert "model.recompute_method" in _keys(doc)
     assert "model.recompute_modules" not in _keys(doc)
+    assert "model.recompute_modules" not in doc.launch.unread
     assert _lint(path).error is None  # was: SCH002 on model.recompute_modules=''
+
+
+def test_overrides_in_an_if_that_may_not_run_are_not_applied(tmp_path: Path) -> None:
+    """An arm the script's own values cannot decide (``$1``): its overrides are not applied,
+    and one set differently by the arms is named as such."""
+    path = tmp_path / "launch.sh"
+    path.write_text(
+        "#!/bin/bash\n"
+        'O="train.train_iters=10"\n'
+        'if [ "$1" = big ]; then O="$O model.tensor_model_parallel_size=8"; fi\n'
+        'case "$2" in a) R="model.recompute_granularity=full";;\n'
+        '  *) R="model.recompute_granularity=selective";; esac\n'
+        "torchrun --nproc_per_node 8 scripts/training/run_recipe.py "
+        "--recipe qwen3_30b_a3b_pretrain_config $O $R\n"
+    )
+    doc = load_file(str(path))
+    assert doc.launch is not None and doc.launch.recipe == "qwen3_30b_a3b_pretrain_config"
+    keys = _keys(doc)
+    assert "train.train_iters" in keys
+    assert "model.tensor_model_parallel_size" not in keys
+    assert "model.recompute_granularity" not in keys
+    assert doc.launch.notes == [
+        "'$O' is set differently by if/case arms the script cannot decide: not read",
+        "'$R' is set differently by if/case arms the script cannot decide: not read",
+    ]
 
 
 def test_performance_launcher_names_the_flat_recipe_and_its_world() -> None:

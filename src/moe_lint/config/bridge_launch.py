@@ -50,6 +50,7 @@ from moe_lint.config.mixed_precision import MP_DEFAULTS
 from moe_lint.config.overrides import parse_override
 from moe_lint.config.positions import Pos, Span
 from moe_lint.config.settings import preset_key
+from moe_lint.config.shell import UNKNOWN_AT, _PStr
 from moe_lint.errors import InputError
 
 if TYPE_CHECKING:
@@ -321,10 +322,13 @@ class Entry(NamedTuple):
     why: str = ""
 
 
-def _unnest(words: list[Any], depth: int = 0) -> list[list[Any]]:
+def _unnest(words: list[Any], depth: int = 0,
+            unknown: dict[str, Any] | None = None) -> list[list[Any]]:  # fmt: skip
     """A command's words with ``bash -c "<command>"`` read inside its string: the string
     (the command the script built in a variable) is read again by ShellReader, each of its
-    commands after the words before ``bash -c`` (``srun ...``), positions kept."""
+    commands after the words before ``bash -c`` (``srun ...``), positions kept. A value the
+    script could not know is written ``$NAME`` in the string; ``unknown`` (the script's
+    unknown variables) gives the inner read the same unknown, with what it may hold."""
     for k in range(len(words) - 2):
         if words[k].text not in ("bash", "sh") or depth >= 4:
             continue
@@ -336,6 +340,7 @@ def _unnest(words: list[Any], depth: int = 0) -> list[list[Any]]:
         if runs and j < len(words):
             outer = words[j]
             inner = mlm_args.ShellReader(outer.text)
+            inner.vars.update(unknown or {})
             try:
                 inner.run()
             except (InputError, RecursionError):
@@ -343,15 +348,28 @@ def _unnest(words: list[Any], depth: int = 0) -> list[list[Any]]:
             out: list[list[Any]] = []
             for command in inner.commands:
                 mapped = [_mapped(w, outer) for w in command.words]
-                out.extend(words[:k] + nested for nested in _unnest(mapped, depth + 1))
+                out.extend(words[:k] + nested for nested in _unnest(mapped, depth + 1, unknown))
             return out or [words]
     return [words]
 
 
 def _mapped(word: Any, outer: Any) -> Any:
-    """A word read from inside ``outer``'s text, with ``outer``'s source positions."""
-    idx = [outer.idx[i] if 0 <= i < len(outer.idx) else -1 for i in word.idx]
-    return type(word)(word.text, idx, word.unresolved)
+    """A word read from inside ``outer``'s text, with ``outer``'s source positions: a
+    character the inner read could not know, or one of ``outer``'s that the script could not
+    (``$TP`` set by a ``read`` at run time), stays unknown."""
+    unknown = UNKNOWN_AT
+    idx = [outer.idx[i] if 0 <= i < len(outer.idx) else (unknown if i == unknown else -1)
+           for i in word.idx]  # fmt: skip
+    out = type(word)(word.text, idx)
+    inner_unknown = unknown in word.idx
+    from_outer = any(0 <= i < len(outer.idx) and outer.idx[i] == unknown for i in word.idx)
+    if out.unresolved:
+        out.maybe = word.maybe + outer.maybe if from_outer else word.maybe
+        if from_outer and not inner_unknown:
+            out.hidden = outer.hidden
+        elif inner_unknown and not from_outer:
+            out.hidden = word.hidden
+    return out
 
 
 def _classify(script: str, args: list[Any]) -> tuple[str, str]:
@@ -386,8 +404,10 @@ def _classify(script: str, args: list[Any]) -> tuple[str, str]:
 def entries(reader: mlm_args.ShellReader) -> list[Entry]:
     """Every command of the script that runs a Python script (or a Bridge shell launcher)."""
     out: list[Entry] = []
+    unknown = {n: v for n, v in reader.vars.items()
+               if isinstance(v, _PStr) and v.unresolved and v.text == "$" + n}  # fmt: skip
     for command in reader.commands:
-        for words in _unnest(list(command.words)):
+        for words in _unnest(list(command.words), 0, unknown):
             entry = _entry(words)
             if entry is not None:
                 out.append(entry)
@@ -447,95 +467,22 @@ class _Where:
 
 # --- branches ----------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"""'[^']*'|"(?:\\.|[^"\\])*"|;;&?|;&|&&|\|\||[;&|(){}]|[^\s;&|(){}'"]+""")
-_OPEN = {"if", "case", "for", "while", "until", "select"}
-_CLOSE = {"fi": "if", "esac": "case", "done": "loop"}
-_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
-
-
-class _Branches:
-    """Which arm of which ``if`` / ``case`` / loop each character of the script is in.
-
-    ShellReader reads every branch of a script, one after the other; bash runs one. A value
-    written in an arm that does not hold the command using it (``case $1 in a) R=x;; b) R=y;;``,
-    ``if [ -n "$X" ]; then ARGS="$ARGS k=v"; fi``) may not be what runs, so it is not read.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.marks: list[tuple[int, tuple[tuple[int, int], ...]]] = [(0, ())]
-        stack: list[list[int]] = []  # [construct start, arm number]
-        offset = 0
-        heredoc: str | None = None
-        for line in text.splitlines(keepends=True):
-            start = offset
-            offset += len(line)
-            if heredoc is not None:
-                if line.strip() == heredoc:
-                    heredoc = None
-                continue
-            code = re.sub(r"(^|\s)#.*", "", line)
-            found = _HEREDOC.search(code)
-            if found:
-                heredoc = found.group(1)
-            at_start = True
-            for m in _TOKEN.finditer(code):
-                token = m.group()
-                where = start + m.start()
-                if token in (";", "&&", "||", "|", "&", "(", "{", ")", "}"):
-                    at_start = True
-                    continue
-                if token in (";;", ";&", ";;&") and stack and stack[-1][2] == "case":  # type: ignore[comparison-overlap]
-                    stack[-1][1] += 1
-                    self._mark(where, stack)
-                    at_start = True
-                    continue
-                if at_start and token in _OPEN:
-                    kind = "case" if token == "case" else "if" if token == "if" else "loop"
-                    stack.append([where, 0, kind])  # type: ignore[list-item]
-                    self._mark(where, stack)
-                elif at_start and token in ("elif", "else") and stack:
-                    stack[-1][1] += 1
-                    self._mark(where, stack)
-                elif at_start and token in _CLOSE and stack:
-                    stack.pop()
-                    self._mark(where + len(token), stack)
-                at_start = token in ("then", "do", "else", "in") or token.endswith(")")
-
-    def _mark(self, index: int, stack: list[list[int]]) -> None:
-        self.marks.append((index, tuple((s[0], s[1]) for s in stack)))
-
-    def path(self, index: int) -> tuple[tuple[int, int], ...]:
-        """The arms (construct start, arm number) enclosing ``index``, outermost first."""
-        found = bisect.bisect_right([m[0] for m in self.marks], index) - 1
-        return self.marks[max(found, 0)][1]
-
-    def off_path(self, word: Any, command: Any) -> bool:
-        """True when some character of ``word`` is written in an arm that does not enclose
-        ``command`` (so bash may not run that assignment before the command)."""
-        anchor = next((i for i in command.idx if i >= 0), None)
-        if anchor is None:
-            return False
-        here = self.path(anchor)
-        for i in word.idx:
-            if i < 0:
-                continue
-            arms = self.path(i)
-            if arms != here[: len(arms)]:
-                return True
-        return False
-
 
 class _Context:
-    """One script's text positions and branches, and the command being read."""
+    """One script's text positions, and the command being read.
+
+    The shell reader decides an ``if`` / ``case`` from the script's own values where it can
+    and runs only the arm bash runs; where it cannot, a variable the arms set differently is
+    unknown, with no hidden part (``hidden`` False: it stands only for what the arms wrote).
+    """
 
     def __init__(self, text: str, command: Any) -> None:
         self.where = _Where(text)
-        self.branches = _Branches(text)
         self.command = command
 
     def off(self, word: Any) -> bool:
-        """The word (or part of it) may not be what runs with the command."""
-        return self.branches.off_path(word, self.command)
+        """The word's value is chosen by if/case arms the script cannot decide."""
+        return bool(word.unresolved and not word.hidden)
 
 
 # --- the launch ------------------------------------------------------------------------------
@@ -1033,14 +980,6 @@ def _read(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Context) -> L
             had_bom,
             "run_recipe.py is run without --recipe or --model that moe-lint can read",
         )
-    if unresolved:
-        return _skipped(
-            path,
-            text,
-            had_bom,
-            f"the recipe name {bounded_repr(recipe_name)} is "
-            "computed when the script runs: moe-lint cannot tell which recipe it is",
-        )
     if ctx.off(name_word if name_word is not None else parsed.values["model"]):
         return _skipped(
             path,
@@ -1049,6 +988,14 @@ def _read(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Context) -> L
             f"the recipe ({bounded_repr(recipe_name)} as read) "
             "is chosen by an if/case branch of the script: moe-lint cannot tell "
             "which recipe runs",
+        )
+    if unresolved:
+        return _skipped(
+            path,
+            text,
+            had_bom,
+            f"the recipe name {bounded_repr(recipe_name)} is "
+            "computed when the script runs: moe-lint cannot tell which recipe it is",
         )
     recipe = bridge_recipes.lookup(recipe_name)
     if recipe is None:
@@ -1255,7 +1202,9 @@ def _run_recipe_args(args: list[Any]) -> _Parsed:
                 k += 1
             continue
         if word.unresolved and not eq:
-            notes.append(f"{bounded_repr(text)} is computed when the script runs: not read")
+            how = ("is set differently by if/case arms the script cannot decide"
+                   if not word.hidden else "is computed when the script runs")  # fmt: skip
+            notes.append(f"{bounded_repr(text)} {how}: not read")
             continue
         if not text:
             notes.append("an empty word (from an empty array, or an empty argument): not read")

@@ -295,6 +295,8 @@ class ShellReader:
         self.functions: dict[str, tuple[int, int, frozenset[str]]] = {}
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._heredocs: list[str] = []
+        #: The body of the current command's ``<<`` heredoc (for ``read -d ''``), or None.
+        self._heredoc_body: _PStr | None = None
         self._logs: list[list[tuple[str, Any]]] = []
         self._collect: list[set[str]] = []
         self._frames: list[_Frame] = []
@@ -365,6 +367,7 @@ class ShellReader:
 
     def _newline(self) -> None:
         self.i += 1
+        self._heredoc_body = None
         for tag in self._heredocs:
             self._skip_heredoc(tag)
         self._heredocs.clear()
@@ -395,6 +398,31 @@ class ShellReader:
             self.i += len(keyword)
         elif self.i < len(self.text):
             self.note(f"line {self.line(self.i)}: expected '{keyword}'")
+
+    def _heredoc_text(self, tag: str, quoted: bool, tabs: bool) -> _PStr:
+        """The body of a heredoc whose ``<<`` is on the current line, with its positions:
+        as written when the tag is quoted; unknown when unquoted and it expands something."""
+        text = self.text
+        end = text.find("\n", self.i)
+        start = len(text) if end < 0 else end + 1
+        at = start
+        out = _PStr()
+        while at < len(text):
+            stop = text.find("\n", at)
+            stop = len(text) if stop < 0 else stop
+            line_at = at
+            if tabs:
+                while line_at < stop and text[line_at] == "\t":
+                    line_at += 1
+            if text[line_at:stop].strip() == tag:
+                break
+            charge(stop - line_at + 1)
+            upto = min(stop + 1, len(text))
+            out = out + _PStr(text[line_at:upto], list(range(line_at, upto)))
+            at = stop + 1
+        if not quoted and re.search(r"[$`\\]", out.text):
+            return unknown_value("heredoc", at=start)
+        return out
 
     def _skip_heredoc(self, tag: str) -> None:
         while self.i < len(self.text):
@@ -1027,7 +1055,12 @@ class ShellReader:
         self._skip_blank()
         if op in ("<<", "<<-"):
             delimiter = self._word()
-            self._heredocs.append("".join(p.text for p, _ in delimiter.parts).strip("'\""))
+            written = self.text[delimiter.start : self.i]
+            tag = "".join(p.text for p, _ in delimiter.parts).strip("'\"")
+            self._heredocs.append(tag)
+            self._heredoc_body = self._heredoc_text(
+                tag, quoted=any(q in written for q in "'\"\\"), tabs=op == "<<-"
+            )
             return True
         if op in (">&", "<&") and re.match(r"\d+-?|-", self.text[self.i : self.i + 3]):
             digits = re.match(r"\d+-?|-", self.text[self.i :])
@@ -1540,6 +1573,20 @@ class ShellReader:
             return True
         if head in ("read", "mapfile", "readarray"):
             targets = [a.text for a in args if _NAME.fullmatch(a.text) and not a.unresolved]
+            body = self._heredoc_body
+            texts = [a.text for a in args]
+            if (
+                head == "read"
+                and body is not None
+                and len(targets) == 1
+                and "-d" in texts[:-1]
+                and texts[texts.index("-d") + 1] == ""
+            ):
+                # read -r -d '' VAR <<'EOF': the whole body, its blank ends trimmed (IFS)
+                lead = len(body.text) - len(body.text.lstrip(" \t\n"))
+                trail = len(body.text.rstrip(" \t\n"))
+                self._set(targets[0], body.cut(lead, max(trail, lead)))
+                return False  # it reads to the end of input without finding the NUL
             for name in targets or (["REPLY"] if head == "read" else ["MAPFILE"]):
                 self._set(name, unknown_value(name))
             return None
