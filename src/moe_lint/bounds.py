@@ -73,6 +73,10 @@ MAX_OVERRIDE_CHARS      65,536           characters of one override (a list of 4
 MAX_PATTERN_CHARS       512              characters of one glob (exclude patterns, quoted
                                          command-line globs, per-file keys): a match
                                          costs up to path length × pattern length
+MAX_PLANS               100              plans ``moe-lint plan`` shows or emits (--top,
+                                         --emit): each shown plan is linted in full
+MAX_GPU_COUNTS          8                GPU counts one ``plan`` searches (--gpus N,M or
+                                         the powers of two of LO-HI): each is a search
 ======================  ===============  ================================================
 """
 
@@ -107,6 +111,8 @@ MAX_NAME_CHARS = 4_096
 MAX_OVERRIDES = 1_000
 MAX_OVERRIDE_CHARS = 65_536
 MAX_PATTERN_CHARS = 512
+MAX_PLANS = 100
+MAX_GPU_COUNTS = 8
 
 _ELLIPSIS = "..."
 

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from moe_lint import __version__
 from moe_lint.analysis.memory_facts import config_values, model_inputs, run_estimate
-from moe_lint.bounds import bounded_repr, bounded_str
+from moe_lint.bounds import MAX_GPUS, MAX_PLANS, bounded_repr, bounded_str
 from moe_lint.cmdline import positional_indices
 from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import format_path, load_file
@@ -658,97 +658,10 @@ def _cmd_estimate(argv: list[str]) -> int:
     return status
 
 
-def _gpu_counts(text: str) -> tuple[int, ...]:
-    """``256``, ``128,256,512`` or a range ``128-1024`` (the powers of two in it)."""
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            if sep:
-                a, b = int(lo), int(hi)
-                v = 1
-                while v <= b:
-                    if v >= a:
-                        out.append(v)
-                    v *= 2
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise UsageError(f"--gpus {text!r}: expected N, N,M,... or LO-HI") from None
-    if not out or any(v < 1 for v in out):
-        raise UsageError(f"--gpus {text!r}: no GPU count")
-    return tuple(sorted(set(out)))
-
-
-_PLAN_FIXED = {"tp": "tensor_model_parallel_size", "pp": "pipeline_model_parallel_size",
-               "vpp": "virtual_pipeline_model_parallel_size", "cp": "context_parallel_size",
-               "ep": "expert_model_parallel_size", "etp": "expert_tensor_parallel_size",
-               "mbs": "micro_batch_size"}  # fmt: skip
-
-
-def _plan_layout(text: str | None) -> dict[str, int] | None:
-    """``--compare tp=1,cp=32,ep=32,pp=8,vpp=4`` (sizes by their short names, gpus=N)."""
-    if text is None:
-        return None
-    out: dict[str, int] = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in (*_PLAN_FIXED, "gpus") or not value.strip().isdigit():
-            raise UsageError(
-                f"--compare {text!r}: expected NAME=N pairs with NAME one of "
-                f"{', '.join(_PLAN_FIXED)}, gpus"
-            )
-        out[key] = int(value)
-    return out
-
-
-def _plan_fixed(items: list[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """``--set tp=8`` / ``--set model.context_parallel_size=16`` / ``--set recompute=full``
-    fix a searched value; any other ``section.field=value`` overrides the base config."""
-    names = {v: k for k, v in _PLAN_FIXED.items()}
-    out: dict[str, Any] = {}
-    others: list[str] = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        dotted = key.strip()
-        key = names.get(dotted.rsplit(".", 1)[-1], dotted.rsplit(".", 1)[-1])
-        if not sep:
-            raise UsageError(f"--set {item!r}: expected NAME=VALUE")
-        if (
-            key
-            not in (
-                *_PLAN_FIXED,
-                "recompute",
-                "recompute_modules",
-                "offload",
-                "optimizer_offload_fraction",
-            )
-            and "." in dotted
-        ):
-            others.append(item)
-            continue
-        if key in _PLAN_FIXED:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                raise UsageError(f"--set {item!r}: expected an integer") from None
-        elif key in ("recompute", "recompute_modules"):
-            out["recompute"] = tuple(m for m in value.split(",") if m and m != "none")
-        elif key in ("offload", "optimizer_offload_fraction"):
-            out["offload"] = float(value)
-        else:
-            raise UsageError(
-                f"--set {item!r}: the planner fixes {', '.join(_PLAN_FIXED)}, recompute or "
-                "offload; other fields go as section.field=value"
-            )
-    return out, tuple(others)
-
-
 def _cmd_plan(argv: list[str]) -> int:
     """``moe-lint plan``: ranked layouts for a run, pruned values with the rule that pruned them."""
     # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.plan import args as plan_args
     from moe_lint.plan.run import DISPATCHERS, PRECISIONS, Options, run
 
     parser = _Parser(prog="moe-lint plan", description=(
@@ -797,14 +710,22 @@ def _cmd_plan(argv: list[str]) -> int:
     parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
     ns = parser.parse_args(argv)
     if ns.gpus:
-        gpus = _gpu_counts(ns.gpus)
-    elif ns.nodes and ns.gpus_per_node:
-        gpus = (ns.nodes * ns.gpus_per_node,)
+        gpus = plan_args.gpu_counts(ns.gpus)
+    elif ns.nodes is not None and ns.gpus_per_node is not None:
+        nodes = plan_args.number("--nodes", ns.nodes, MAX_GPUS, "bounds.MAX_GPUS")
+        per = plan_args.number("--gpus-per-node", ns.gpus_per_node, MAX_GPUS, "bounds.MAX_GPUS")
+        gpus = (plan_args.number("--nodes x --gpus-per-node", nodes * per, MAX_GPUS,
+                                 "bounds.MAX_GPUS"),)  # fmt: skip
     else:
         raise UsageError("plan needs --gpus (or --nodes with --gpus-per-node)")
-    if ns.top < 1 or (ns.emit is not None and ns.emit < 1):
-        raise UsageError("--top and --emit count from 1")
-    fixed, others = _plan_fixed(ns.set)
+    plan_args.number("--top", ns.top, MAX_PLANS, "bounds.MAX_PLANS")
+    if ns.emit is not None:
+        plan_args.number("--emit", ns.emit, MAX_PLANS, "bounds.MAX_PLANS")
+    if ns.output is not None:
+        if ns.emit is None:
+            raise UsageError("-o names the file for --emit N")
+        plan_args.output_target(ns.output)
+    fixed, others = plan_args.fixed(ns.set)
     opts = Options(
         model=ns.model,
         gpu=ns.gpu,
@@ -821,7 +742,7 @@ def _cmd_plan(argv: list[str]) -> int:
         objective=ns.objective,
         top=max(ns.top, ns.emit or 0),
         gpus_per_node=ns.gpus_per_node,
-        compare=_plan_layout(ns.compare),
+        compare=plan_args.layout(ns.compare),
     )
     try:
         result = run(opts)
@@ -841,7 +762,7 @@ def _cmd_plan(argv: list[str]) -> int:
                          result.mixed_recipe, result.base_text,
                          ns.emit)  # fmt: skip
         if ns.output:
-            Path(ns.output).write_text(text, encoding="utf-8")
+            plan_args.write_output(ns.output, text)
         else:
             sys.stdout.write(text)
         return EXIT_OK

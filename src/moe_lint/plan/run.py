@@ -16,6 +16,7 @@ from typing import Any
 
 from moe_lint.config.overrides import parse_override
 from moe_lint.errors import InputError, UsageError
+from moe_lint.plan import args as plan_args
 from moe_lint.plan.perf import Hardware, Plan
 from moe_lint.plan.search import (
     Candidate,
@@ -223,6 +224,7 @@ def _precision(opts: Options, values: dict[str, Any]) -> tuple[str, str | None, 
 
 def run(opts: Options, lint_top: bool = True) -> Result:
     """Search, then lint the plans to show (dropping any the linter rejects)."""
+    plan_args.check(opts)
     req, fs, is_yaml, mixed = build(opts)
     shown: list[Candidate] = []
     dropped: list[tuple[Candidate, str]] = []
