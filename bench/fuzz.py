@@ -42,8 +42,10 @@ shipped packs, renamed, mutated field-wise (hostile expressions and templates, o
 huge lets, deep nesting, aliases) and byte-wise, loaded with ``load_catalogue(extra_packs=...)``
 and run on a config. A settings or pack case fails when anything but a ``moe_lint.Error``
 escapes, when an error message is empty, longer than one line or than
-``bounds.MAX_MESSAGE_CHARS``, or on the time and memory limits above. ``--target all`` mixes
-the three kinds.
+``bounds.MAX_MESSAGE_CHARS``, or on the time and memory limits above. ``--target scripts``,
+``model-args`` and ``plan`` mutate launch scripts, functional tests' MODEL_ARGS files and
+``moe-lint plan`` command lines (bench/fuzz_inputs.py says how). ``--target all`` mixes the
+six kinds.
 
 ``--hf`` fuzzes the other input an attacker's pull request controls: the HF ``config.json`` read
 as the model (config/hf_config.py). Each case starts from a real one (``tests/data/hf-configs``)
@@ -85,6 +87,17 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from fuzz_inputs import (
+    check_plan_case,
+    check_text_case,
+    error_problem,
+    make_plan_case,
+    model_args_seeds,
+    mutate_model_args,
+    mutate_script,
+    script_seeds,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SPECIAL = [
@@ -701,16 +714,6 @@ def _hostile_names(folder: Path) -> list[str]:
     ]
 
 
-def _error_problem(exc: BaseException) -> str | None:
-    """A moe-lint error's message must be one non-empty line within MAX_MESSAGE_CHARS."""
-    from moe_lint.bounds import MAX_MESSAGE_CHARS
-
-    text = str(exc)
-    if not text.strip() or "\n" in text.strip() or len(text) > MAX_MESSAGE_CHARS:
-        return f"error message not one bounded line: {text[:200]!r} ({len(text):,} chars)"
-    return None
-
-
 def check_settings_case(raw: bytes, catalogue: Any, folder: Path, config: str) -> str | None:
     """Read ``raw`` as a pyproject.toml, then use the settings as ``moe-lint`` would."""
     from moe_lint.config.load import parse_text
@@ -738,7 +741,7 @@ def check_settings_case(raw: bytes, catalogue: Any, folder: Path, config: str) -
         if result.error is not None and "\n" in result.error.strip():
             return f"input error not one line: {result.error[:200]!r}"
     except Error as exc:
-        return _error_problem(exc)
+        return error_problem(exc)
     return None
 
 
@@ -831,7 +834,7 @@ def check_pack_case(raw: bytes, folder: Path, config: str) -> str | None:
         if result.error is not None and "\n" in result.error.strip():
             return f"input error not one line: {result.error[:200]!r}"
     except Error as exc:
-        return _error_problem(exc)
+        return error_problem(exc)
     return None
 
 
@@ -872,16 +875,17 @@ def main(argv: list[str] | None = None) -> int:
         "--plan-every",
         type=int,
         default=25,
-        help="--hf: run the whole `moe-lint plan` on 1 case in N",
+        help="--hf and --target plan: run the whole `moe-lint plan` on 1 case in N",
     )
     p.add_argument("--dump-case", type=int, metavar="N",
                    help="write case N of --seed to --save (or stdout) and stop: a reported "
                    "case again, without running the cases before it")  # fmt: skip
     p.add_argument(
         "--target",
-        choices=("configs", "settings", "packs", "all"),
+        choices=("configs", "settings", "packs", "scripts", "model-args", "plan", "all"),
         default="configs",
-        help="what to mutate: configs (default), pyproject settings, rule packs, or all three",
+        help="what to mutate: configs (default), pyproject settings, rule packs, launch "
+        "scripts, MODEL_ARGS files, plan command lines (bench/fuzz_inputs.py), or all",
     )
     ns = p.parse_args(argv)
     import os
@@ -898,13 +902,16 @@ def main(argv: list[str] | None = None) -> int:
     schema = json.loads((REPO / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     corpus = hf_seeds() if ns.hf else seeds()
+    scripts = script_seeds() if ns.target in ("scripts", "all") else []
+    model_args = model_args_seeds() if ns.target in ("model-args", "all") else []
     packs = pack_seeds() if ns.target in ("packs", "all") else []
     good = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
     scratch = Path(tempfile.mkdtemp(prefix="moe-lint-fuzz-work-"))
     if ns.hf:
         kinds = ["hf"]
     else:
-        kinds = ["configs", "settings", "packs"] if ns.target == "all" else [ns.target]
+        kinds = (["configs", "settings", "packs", "scripts", "model-args", "plan"]
+                 if ns.target == "all" else [ns.target])  # fmt: skip
     rng = random.Random(ns.seed)
     if ns.dump_case:  # the checks draw nothing from rng: generating alone replays the cases
         for _ in range(ns.dump_case):
@@ -941,6 +948,15 @@ def main(argv: list[str] | None = None) -> int:
         elif kind_of_case == "hf":
             name, text, expect = make_hf_case(rng, corpus)
             suffix = ".json"
+        elif kind_of_case == "scripts":
+            name, seed_text = rng.choice(scripts)
+            text, expect, suffix = mutate_script(seed_text, rng, mutate_bytes), None, ".sh"
+        elif kind_of_case == "model-args":
+            name, seed_text = rng.choice(model_args)
+            text, expect = mutate_model_args(seed_text, rng, mutate_bytes), None
+        elif kind_of_case == "plan":
+            plan_args = make_plan_case(rng)
+            name, text, expect, suffix = "plan", "\0".join(plan_args).encode(), None, ".args"
         else:
             name, text, expect = make_case(rng, corpus)
         cases += 1
@@ -959,6 +975,11 @@ def main(argv: list[str] | None = None) -> int:
                 failure = check_settings_case(text, catalogue, scratch, good)
             elif kind_of_case == "packs":
                 failure = check_pack_case(text, scratch, good)
+            elif kind_of_case in ("scripts", "model-args"):
+                failure = check_text_case(text, suffix, catalogue, scratch)
+            elif kind_of_case == "plan":
+                full = ns.plan_every > 0 and cases % ns.plan_every == 0
+                failure = check_plan_case(plan_args, full)
             else:
                 failure = check_case(text, catalogue, validator, cases % ns.fix_every == 0, expect)
         except Hang:
@@ -971,7 +992,9 @@ def main(argv: list[str] | None = None) -> int:
         spent = _cpu() - cpu0
         if spent > slowest:
             slowest, slowest_case = spent, {"case": cases, "from": name}
-        if failure is None and spent > ns.case_seconds and not ns.hf:  # --hf: per command
+        whole_plan = kind_of_case == "plan" and ns.plan_every > 0 and cases % ns.plan_every == 0
+        # --hf: held per command; a whole plan search is not a per-input cost
+        if failure is None and spent > ns.case_seconds and not ns.hf and not whole_plan:
             failure = f"slow: {spent:.2f} s CPU"
         rss_mb = peak_rss_mb()
         if failure is None and rss_mb > ns.max_rss_mb:
@@ -1002,7 +1025,9 @@ def main(argv: list[str] | None = None) -> int:
         "slowest_case_cpu_s": round(slowest, 3),
         "slowest_case": slowest_case,
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "seed_files": len(corpus),
+        "seed_files": len(scripts) + len(model_args)
+        if ns.target in ("scripts", "model-args")
+        else len(corpus),
         "target": ns.target,
         "examples": examples,
         "saved_to": str(save),
@@ -1012,7 +1037,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rate = report["cases_per_second"]
         print(f"fuzz ({ns.target}): {cases} cases in {wall:.1f} s ({rate} cases/s), "
-              f"seed {ns.seed}, {len(corpus)} seed files")  # fmt: skip
+              f"seed {ns.seed}, {report['seed_files']} seed files")  # fmt: skip
         print(f"failures: {report['failures']} {dict(failures) or ''}".rstrip())
         print(f"slowest case: {slowest:.3f} s CPU (case {slowest_case.get('case')}); "
               f"peak RSS {report['peak_rss_mb']} MB")  # fmt: skip

@@ -95,3 +95,25 @@ def test_settings_and_pack_fuzzing_finds_nothing(tmp_path: Path) -> None:
         assert report["failures"] == 0, report["examples"]
         assert proc.returncode == 0, proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_script_model_args_and_plan_fuzzing_finds_nothing(tmp_path: Path) -> None:
+    """The launch-script, MODEL_ARGS and plan-argument mutators (issue 22) run and find nothing
+    on a short run of each; the long run is ``python bench/fuzz.py --target scripts --cases
+    8000`` (and model-args, plan)."""
+    for target, cases in (("scripts", 60), ("model-args", 60), ("plan", 200)):
+        proc = subprocess.run(
+            [*FUZZ, "--save", str(tmp_path), "--target", target, "--cases", str(cases),
+             "--seed", "7", "--plan-every", "100", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )  # fmt: skip
+        report = json.loads(proc.stdout)
+        assert report["target"] == target and report["cases"] == cases
+        assert report["failures"] == 0, report["examples"]
+        assert proc.returncode == 0, proc.stderr
+        if target != "plan":
+            assert report["seed_files"] > 20
+    assert not list(tmp_path.iterdir())

@@ -658,11 +658,12 @@ def _cmd_estimate(argv: list[str]) -> int:
     return status
 
 
-def _cmd_plan(argv: list[str]) -> int:
-    """``moe-lint plan``: ranked layouts for a run, pruned values with the rule that pruned them."""
+def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
+    """``moe-lint plan``'s command line as its namespace and plan.run.Options, every value
+    checked (plan/args.py): UsageError for one that cannot be planned."""
     # Lazy: the planner loads only for `moe-lint plan`.
     from moe_lint.plan import args as plan_args
-    from moe_lint.plan.run import DISPATCHERS, PRECISIONS, Options, run
+    from moe_lint.plan.run import DISPATCHERS, PRECISIONS, Options
 
     parser = _Parser(prog="moe-lint plan", description=(
         "Search TP, CP, PP, VPP, EP, ETP, MBS, recompute, offload and dispatcher for a model "
@@ -744,6 +745,17 @@ def _cmd_plan(argv: list[str]) -> int:
         gpus_per_node=ns.gpus_per_node,
         compare=plan_args.layout(ns.compare),
     )
+    plan_args.check(opts)
+    return ns, opts
+
+
+def _cmd_plan(argv: list[str]) -> int:
+    """``moe-lint plan``: ranked layouts for a run, pruned values with the rule that pruned them."""
+    # Lazy: the planner loads only for `moe-lint plan`.
+    from moe_lint.plan import args as plan_args
+    from moe_lint.plan.run import run
+
+    ns, opts = plan_options(argv)
     try:
         result = run(opts)
     except (InputError, NotBridgeConfig) as exc:
