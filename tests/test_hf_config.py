@@ -201,11 +201,11 @@ def test_config_json_beside_the_file_and_precedence(
     assert _same_findings(beside, preset)
     qwen = ("--model", "qwen3-30b-a3b")
     _, cli_wins, _ = _lint(capsys, str(cfg), *cluster, *qwen)
-    (tmp_path / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (tmp_path / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}')
     _, cli_over_bad, _ = _lint(capsys, str(cfg), *cluster, *qwen)
     assert _same_findings(cli_wins, cli_over_bad) and not _same_findings(cli_wins, beside)
     code, _, err = run(capsys, str(cfg), *cluster)  # unsupported HF arch beside: usage error
-    assert code == 2 and "'LlamaForCausalLM' is not supported" in err
+    assert code == 2 and "'GPT2LMHeadModel' is not supported" in err
     (tmp_path / "config.json").write_text('{"tool": "something else"}')
     _, other_tool, _ = _lint(capsys, str(cfg), *cluster)
     assert _same_findings(other_tool, none)
@@ -240,7 +240,7 @@ def test_directive_and_pyproject_paths_are_relative_to_their_file(
         ("{not json", "not valid JSON"),
         ("[1, 2]", "not an HF config.json"),
         ('{"model_type": "deepseek_v3"}', 'no "architectures" list'),
-        ('{"architectures": ["LlamaForCausalLM"]}', "supported: DeepseekV2ForCausalLM"),
+        ('{"architectures": ["GPT2LMHeadModel"]}', "supported: DeepseekV2ForCausalLM"),
         ('{"architectures": ["MixtralForCausalLM"], "hidden_size": 4096}', "has no"),
         (
             '{"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 4, '
@@ -322,9 +322,85 @@ def test_a_preset_name_wins_over_a_folder_of_that_name(
     config.json is not read); `./deepseek-ai/DeepSeek-V3` is the path."""
     clone = tmp_path / "deepseek-ai" / "DeepSeek-V3"
     clone.mkdir(parents=True)
-    (clone / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (clone / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}')
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "models", "deepseek-ai/DeepSeek-V3", "--format", "json")
     assert code == 0 and json.loads(out)["model"] == "deepseek-v3"
     code, _, err = run(capsys, "models", "./deepseek-ai/DeepSeek-V3")
-    assert code == 2 and "'LlamaForCausalLM' is not supported" in err
+    assert code == 2 and "'GPT2LMHeadModel' is not supported" in err
+
+
+#: config.json of an architecture with no preset -> (total, active) parameters as the model card
+#: states them, and the relative tolerance the comparison allows. Cards round to the figure
+#: shown; the counts here are the language model's (a VL release's vision tower is not counted)
+#: without MTP layers. MiniMax-M2's "10B active" leaves out its two 0.61B vocabulary matrices
+#: (11.0B with them), Kimi-K2.5's "1T" is Kimi-K2's 1.03T language model.
+MODEL_CARDS: dict[str, tuple[float, float, float]] = {
+    "meta-llama--Meta-Llama-3.1-8B.json": (8.03e9, 8.03e9, 0.01),
+    "meta-llama--Meta-Llama-3.1-70B.json": (70.6e9, 70.6e9, 0.01),
+    "Qwen--Qwen3-8B.json": (8.2e9, 8.2e9, 0.01),
+    "Qwen--Qwen3-32B.json": (32.8e9, 32.8e9, 0.01),
+    "Qwen--Qwen3.5-27B.json": (27e9, 27e9, 0.02),
+    "Qwen--Qwen3.5-35B-A3B.json": (35e9, 3e9, 0.16),  # card rounds 3.45B active to "A3B"
+    "Qwen--Qwen3.5-397B-A17B.json": (397e9, 17e9, 0.03),
+    "moonshotai--Kimi-K2.5.json": (1.04e12, 32e9, 0.03),  # card: "1T total, 32B activated"
+    "MiniMaxAI--MiniMax-M2.7.json": (230e9, 10e9, 0.11),  # 10.0B active without embeddings
+    "google--gemma-4-26B-A4B.json": (25.2e9, 3.8e9, 0.02),
+}
+
+
+@pytest.mark.parametrize("name", MODEL_CARDS, ids=[n.removesuffix(".json") for n in MODEL_CARDS])
+def test_config_json_counts_match_the_model_card(name: str) -> None:
+    total, active, tol = MODEL_CARDS[name]
+    entry = hf_config.load(str(HF / name))
+    assert entry["bridge"] and entry["hf_architecture"] in hf_config.ARCHITECTURES
+    got = count_params(Arch.from_mapping(_mapped(name)))
+    assert abs(got.total / total - 1) < tol, got.total
+    assert abs(got.active / active - 1) < tol, got.active
+
+
+def test_minimax_m2_active_without_embeddings_is_the_cards_10b() -> None:
+    """MiniMax-M2's card counts 10B active: the count less the untied embedding and output."""
+    mapped = _mapped("MiniMaxAI--MiniMax-M2.7.json")
+    got = count_params(Arch.from_mapping(mapped))
+    vocab = 2 * mapped["vocab_size"] * mapped["hidden_size"]
+    assert round((got.active - vocab) / 1e9) == 10
+    assert mapped["rotary_percent"] == 0.5 and mapped["moe_router_enable_expert_bias"]
+    assert "moe_ffn_hidden_size" not in mapped and mapped["ffn_hidden_size"] == 1536
+
+
+def test_vl_releases_map_their_language_model() -> None:
+    """Qwen3.5 / Kimi-K2.5 / Gemma-4 releases are VL configs: the bridge reads text_config
+    (Qwen3.5 takes tie_word_embeddings from the top level; Kimi-K2.5's text model is Kimi-K2's)."""
+    qwen = _mapped("Qwen--Qwen3.5-397B-A17B.json")
+    assert qwen["position_embedding_type"] == "mrope" and qwen["rotary_percent"] == 0.25
+    assert qwen["linear_attention_pattern"] == "([1,1,1,0]*15)" and qwen["mtp_num_layers"] == 1
+    assert qwen["share_embeddings_and_output_weights"] is False
+    dense = _mapped("Qwen--Qwen3.5-27B.json")
+    assert "num_moe_experts" not in dense and dense["experimental_attention_variant"] == (
+        "gated_delta_net"
+    )
+    kimi, k2 = _mapped("moonshotai--Kimi-K2.5.json"), _mapped("moonshotai--Kimi-K2-Instruct.json")
+    arch = {"num_layers", "hidden_size", "num_moe_experts", "moe_ffn_hidden_size", "q_lora_rank"}
+    assert {k: kimi[k] for k in arch} == {k: k2[k] for k in arch}
+    gemma = _mapped("google--gemma-4-26B-A4B.json")
+    assert gemma["interleaved_attn_pattern"] == [5, 1] and gemma["window_size"] == 1024
+    assert gemma["moe_shared_expert_intermediate_size"] == 2112 and gemma["num_moe_experts"] == 128
+    assert "rotary_base" not in gemma  # Bridge's (sliding, full) pair
+
+
+def test_dense_gemma4_and_deepseek_v32_are_refused_with_the_reason() -> None:
+    v32 = json.loads((HF / "deepseek-ai--DeepSeek-V3.2.json").read_text())
+    with pytest.raises(UsageError, match=r"no Megatron Bridge bridge imports DeepSeek-V3\.2"):
+        hf_config.model_entry(v32, "x")
+    gemma = json.loads((HF / "google--gemma-4-26B-A4B.json").read_text())
+    gemma["text_config"] = {**gemma["text_config"], "enable_moe_block": False}
+    with pytest.raises(UsageError, match=r"dense Gemma-4"):
+        hf_config.model_entry(gemma, "x")
+    with pytest.raises(UsageError, match=r"Megatron Bridge imports it .*qwen2_bridge\.py"):
+        hf_config.model_entry({"architectures": ["Qwen2ForCausalLM"]}, "x")
+
+
+def test_models_path_reads_a_new_architecture(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "models", str(HF / "meta-llama--Meta-Llama-3.1-8B.json"))
+    assert code == 0 and "model.num_layers = 32" in out

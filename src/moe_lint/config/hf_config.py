@@ -595,6 +595,202 @@ def _map_llama4(hf: _Hf) -> dict[str, Any]:
     return out
 
 
+def _map_llama(hf: _Hf) -> dict[str, Any]:
+    """llama/llama_bridge.py::LlamaBridge.provider_bridge: the common mapping (attention_bias,
+    mlp_bias, tie_word_embeddings, head_dim when given) with RMSNorm, SwiGLU and
+    ``rotary_percent = 1.0``. Its ``llama3`` / ``linear`` rope_scaling (rope_scaling_factor,
+    seq_len_interpolation_factor) is not carried: moe-lint's model fields hold no RoPE scaling
+    (as for yarn's parameters), and it changes no size."""
+    out = _common(hf)
+    out.update(normalization="RMSNorm", gated_linear_unit=True, rotary_percent=1.0)
+    return out
+
+
+def _map_qwen3(hf: _Hf) -> dict[str, Any]:
+    """qwen/qwen3_bridge.py::Qwen3Bridge.provider_bridge: RMSNorm, SwiGLU, no linear or QKV
+    bias, q/k layernorm."""
+    out = _common(hf)
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        add_qkv_bias=False, qk_layernorm=True,
+    )  # fmt: skip
+    return out
+
+
+def _full_attention_layout(hf: _Hf) -> list[int] | int:
+    """conversion/transformers_compat.py::full_attention_interval_from_hf: the per-layer
+    ``layer_types`` (1 linear, 0 full attention) when listed, else ``full_attention_interval``
+    (default 4); an unknown layer type fails there ("Unsupported attention layer type")."""
+    types = hf.layer_list("layer_types")
+    if types:
+        kinds = {"linear_attention": 1, "full_attention": 0}
+        unknown = next((t for t in types if t not in kinds), None)
+        if unknown is not None:
+            raise UsageError(
+                f"{hf.where}: layer_types: Unsupported attention layer type: "
+                f"{bounded_repr(unknown)} (Bridge transformers_compat.py::"
+                "full_attention_interval_from_hf)"
+            )
+        return [kinds[t] for t in types]
+    return hf.get_int("full_attention_interval", 4, low=1)
+
+
+def _map_qwen35(hf: _Hf, moe: bool, vl: bool) -> dict[str, Any]:
+    """qwen/qwen35_bridge.py::_apply_qwen35_common_config (+ ::_apply_qwen35_moe_config for
+    MoE), as Qwen35MoEBridge / Qwen35Bridge.provider_bridge (text) and
+    qwen_vl/qwen35_vl_bridge.py::Qwen35VLMoEBridge / Qwen35VLBridge.provider_bridge (the
+    ``text_config`` of the VL release) call them: Qwen3-Next's hybrid (Gated DeltaNet with
+    zero-centred RMSNorm, gated attention, q/k layernorm), ``linear_attention_freq`` from
+    full_attention_interval_from_hf, ``rotary_percent`` from rope_parameters'
+    partial_rotary_factor (0.25), the bridge's getattr defaults for the GDN dims and experts,
+    a gated shared expert; position_embedding_type "rope" (text) or "mrope" (VL), and the VL
+    bridges read tie_word_embeddings from the top-level config (default False)."""
+    out = _common(hf)
+    layers = hf.need_int("num_hidden_layers")
+    layout = _full_attention_layout(hf)
+    if isinstance(layout, list):
+        pattern = layout
+        if len(pattern) != layers:
+            raise UsageError(
+                f"{hf.where}: layer_types lists {len(pattern)} layers, num_hidden_layers is "
+                f"{layers}"
+            )
+    else:
+        pattern = [0 if (i + 1) % layout == 0 else 1 for i in range(layers)]
+        out["linear_attention_freq"] = layout
+    rope = hf.mapping("rope_parameters")
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True,
+        add_qkv_bias=bool(hf.get("attention_bias", False)), add_bias_linear=False,
+        qk_layernorm=True, layernorm_zero_centered_gamma=True, attention_output_gate=True,
+        experimental_attention_variant="gated_delta_net",
+        linear_attention_pattern=_repeat_pattern(pattern),
+        full_attention_layer_indices=[i for i, p in enumerate(pattern) if p == 0],
+        linear_num_value_heads=hf.get_int("linear_num_value_heads", 32, low=1),
+        rotary_percent=rope.get("partial_rotary_factor", 0.25),
+        linear_conv_kernel_dim=hf.get_int("linear_conv_kernel_dim", 4, low=1),
+        linear_key_head_dim=hf.get_int("linear_key_head_dim", 128, low=1),
+        linear_value_head_dim=hf.get_int("linear_value_head_dim", 128, low=1),
+        linear_num_key_heads=hf.get_int("linear_num_key_heads", 16, low=1),
+        position_embedding_type="mrope" if vl else "rope",
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+    )  # fmt: skip
+    if moe:
+        out.update(
+            moe_ffn_hidden_size=hf.get_int("moe_intermediate_size", 1024, low=1),
+            num_moe_experts=hf.get_int("num_experts", 512, low=1),
+            moe_router_topk=hf.get_int("num_experts_per_tok", 10, low=1),
+            moe_shared_expert_intermediate_size=hf.get("shared_expert_intermediate_size"),
+            moe_shared_expert_gate=True, moe_router_pre_softmax=False,
+        )  # fmt: skip
+    else:  # the dense bridges map no experts (CONFIG_MAPPING rows a dense config lacks)
+        for name in ("num_moe_experts", "moe_router_topk", "moe_ffn_hidden_size"):
+            out.pop(name, None)
+    return out
+
+
+def _map_qwen35_moe(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen35(hf, moe=True, vl=False)
+
+
+def _map_qwen35_dense(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen35(hf, moe=False, vl=False)
+
+
+def _map_qwen35_vl_moe(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen35(hf, moe=True, vl=True)
+
+
+def _map_qwen35_vl_dense(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen35(hf, moe=False, vl=True)
+
+
+def _map_minimax_m2(hf: _Hf) -> dict[str, Any]:
+    """minimax_m2/minimax_m2_bridge.py::MiniMaxM2Bridge.provider_bridge: RMSNorm, SwiGLU, rope,
+    no linear or QKV bias, q/k layernorm (full-width: its layer spec normalizes all heads
+    together), ``rotary_percent = rotary_dim / head_dim``, sigmoid router with expert bias,
+    no pre-softmax. The config names no moe_intermediate_size: the experts take
+    intermediate_size (CONFIG_MAPPING's ffn_hidden_size, Megatron-Core's default for
+    moe_ffn_hidden_size); its MTP modules (num_mtp_modules) are not mapped by the bridge."""
+    out = _common(hf)
+    rotary_dim, head_dim = hf.get("rotary_dim"), hf.get("head_dim")
+    if rotary_dim is not None and head_dim is not None:
+        out["rotary_percent"] = hf.need_int("rotary_dim") / hf.need_int("head_dim")
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, position_embedding_type="rope",
+        add_bias_linear=False, add_qkv_bias=False, qk_layernorm=True,
+        qk_layernorm_full_width=True, moe_router_pre_softmax=False,
+        moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True,
+    )  # fmt: skip
+    return out
+
+
+def _map_gemma4(hf: _Hf) -> dict[str, Any]:
+    """gemma/gemma4_bridge.py::Gemma4Bridge._build_moe_provider (text form) and
+    gemma_vl/gemma4_vl_bridge.py::Gemma4VLBridge.provider_bridge (the ``text_config`` of the
+    released Gemma4ForConditionalGeneration), the MoE path (``enable_moe_block``): the common
+    mapping (num_experts etc. only with enable_moe_block, Gemma4Bridge.
+    _should_map_hf_config_field), q/k layernorm, kv_channels = head_dim (256), full-attention
+    layers with global_head_dim / num_global_key_value_heads / attention_k_eq_v, sliding
+    ``window_size`` from sliding_window (1024) with ``interleaved_attn_pattern`` from
+    layer_types (gemma4_bridge.py::_infer_attn_pattern), top_k_experts routed experts of
+    moe_intermediate_size beside a dense MLP of intermediate_size (the provider's ungated
+    shared expert), every layer MoE, vocab divisor 128. Bridge's rotary_base is a
+    (sliding, full) pair that moe-lint's one-number field cannot hold: left unset (no size
+    depends on it). Per-layer sliding/full also as
+    ``window_attn_skip_freq`` (the list Gemma4Bridge._build_dense_provider builds from the
+    same layer_types), which the planner's attention cost reads. Parameter counts treat the
+    full-attention layers as sliding ones (global_head_dim is not counted)."""
+    if not hf.get("enable_moe_block", False):
+        raise UsageError(
+            f"{hf.where}: {hf.arch} with enable_moe_block false is dense Gemma-4 "
+            "(Gemma4Bridge._build_dense_provider -> Gemma4DenseProvider): its per-layer "
+            "embeddings, KV sharing and double-wide MLP are not in moe-lint's parameter count; "
+            "not supported"
+        )
+    out = _common(hf)
+    types = hf.layer_list("layer_types")
+    full = hf.mapping("rope_parameters").get("full_attention") or {}
+    if not isinstance(full, Mapping):
+        full = {}
+    out.pop("rotary_base", None)  # Bridge's (sliding, full) pair: see above
+    out.update(
+        window_size=hf.get_int("sliding_window", 1024, low=1),
+        kv_channels=hf.get_int("head_dim", 256, low=1), qk_layernorm=True,
+        global_head_dim=hf.get_int("global_head_dim", 512, low=1),
+        num_global_key_value_heads=hf.get_int("num_global_key_value_heads", 2, low=1),
+        attention_k_eq_v=bool(hf.get("attention_k_eq_v", False)),
+        global_rotary_percent=full.get("partial_rotary_factor", 0.25),
+        num_moe_experts=hf.get_int("num_experts", 128, low=1),
+        moe_router_topk=hf.get_int("top_k_experts", 8, low=1),
+        moe_ffn_hidden_size=hf.get_int("moe_intermediate_size", 704, low=1),
+        moe_shared_expert_intermediate_size=hf.get_int("intermediate_size", 2112, low=1),
+        moe_shared_expert_gate=False, moe_layer_freq=1,
+        final_logit_softcapping=hf.get("final_logit_softcapping", 30.0),
+        make_vocab_size_divisible_by=128,
+        # gemma/gemma4_provider.py::Gemma4ModelProvider defaults the bridge leaves as they are
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False,
+        moe_router_pre_softmax=True,
+    )  # fmt: skip
+    if types:
+        out["interleaved_attn_pattern"] = list(_infer_attn_pattern([str(t) for t in types]))
+        out["window_attn_skip_freq"] = [t == "sliding_attention" for t in types]
+    return out
+
+
+def _infer_attn_pattern(layer_types: list[str]) -> tuple[int, int]:
+    """gemma/gemma4_bridge.py::_infer_attn_pattern: (sliding, full) layers of the first run."""
+    for i, kind in enumerate(layer_types):
+        if kind == "full_attention":
+            run = 0
+            for later in layer_types[i:]:
+                if later != "full_attention":
+                    break
+                run += 1
+            return (i, run)
+    return (len(layer_types), 0)
+
+
 def _map_nemotron_h(hf: _Hf) -> dict[str, Any]:
     """nemotronh/nemotron_h_bridge.py::NemotronHBridge.provider_bridge with its
     CONFIG_MAPPING rows: hybrid_override_pattern is the layer pattern (M Mamba-2, E MoE,
@@ -709,7 +905,104 @@ ARCHITECTURES: dict[str, tuple[Callable[[_Hf], dict[str, Any]], str]] = {
     "Llama4ForCausalLM": (_map_llama4, ""),
     "NemotronHForCausalLM": (_map_nemotron_h, "NemotronHBridge -> HybridModelProvider"),
     "OlmoeForCausalLM": (_map_olmoe, "OlMoEBridge -> GPTModelProvider"),
+    "LlamaForCausalLM": (_map_llama, "LlamaBridge -> GPTModelProvider"),
+    "Qwen3ForCausalLM": (_map_qwen3, "Qwen3Bridge -> GPTModelProvider"),
+    "Qwen3_5MoeForCausalLM": (_map_qwen35_moe, "Qwen35MoEBridge -> GPTModelProvider"),
+    "Qwen3_5ForCausalLM": (_map_qwen35_dense, "Qwen35Bridge -> GPTModelProvider"),
+    "Qwen3_5MoeForConditionalGeneration": (
+        _map_qwen35_vl_moe, "Qwen35VLMoEBridge -> Qwen35VLMoEModelProvider (language model)"
+    ),
+    "Qwen3_5ForConditionalGeneration": (
+        _map_qwen35_vl_dense, "Qwen35VLBridge -> Qwen35VLModelProvider (language model)"
+    ),
+    "KimiK25ForConditionalGeneration": (
+        _map_deepseek_v3, "KimiK25VLBridge -> KimiK25VLModelProvider (language model)"
+    ),
+    "MiniMaxM2ForCausalLM": (_map_minimax_m2, "MiniMaxM2Bridge -> GPTModelProvider"),
+    "Gemma4ForCausalLM": (_map_gemma4, "Gemma4Bridge -> Gemma4ModelProvider"),
+    "Gemma4ForConditionalGeneration": (
+        _map_gemma4, "Gemma4VLBridge -> Gemma4VLModelProvider (language model)"
+    ),
+}  # fmt: skip
+
+#: Architectures whose model is the config's ``text_config`` (a vision-language release; the
+#: bridge reads the language model from it), with the top-level names the bridge reads
+#: instead, and their defaults: qwen_vl/qwen35_vl_bridge.py::Qwen35VLMoEBridge.provider_bridge
+#: "For VLMs, tie_word_embeddings lives on the top-level config, not text_config."
+_TEXT_CONFIG: dict[str, dict[str, Any]] = {
+    "Llama4ForConditionalGeneration": {},
+    "Llama4ForCausalLM": {},
+    "Qwen3_5MoeForConditionalGeneration": {"tie_word_embeddings": False},
+    "Qwen3_5ForConditionalGeneration": {"tie_word_embeddings": False},
+    "KimiK25ForConditionalGeneration": {},
+    "Gemma4ForConditionalGeneration": {},
 }
+
+#: Architectures moe-lint does not map, each with the reason (named in the refusal). Paths are
+#: under Megatron Bridge's ``megatron/bridge/models/`` (0.6.2 wheel).
+_BRIDGE_ONLY = "Megatron Bridge imports it ({}) but moe-lint does not map this family yet"
+UNMAPPED: dict[str, str] = {
+    "DeepseekV32ForCausalLM": (
+        "no Megatron Bridge bridge imports DeepSeek-V3.2 (0.6.2, nor main at 067f987df03b); "
+        "its DSA bridges are GLM5Bridge (GlmMoeDsaForCausalLM) and DeepSeekV4Bridge"
+    ),
+    **{
+        arch: _BRIDGE_ONLY.format(where)
+        for arch, where in {
+            "DeepseekV4ForCausalLM": "deepseek/deepseek_v4_bridge.py::DeepSeekV4Bridge",
+            "Qwen2ForCausalLM": "qwen/qwen2_bridge.py::Qwen2Bridge",
+            "MistralForCausalLM": "mistral/mistral_bridge.py::MistralBridge",
+            "Mistral3ForConditionalGeneration": "ministral3/ministral3_bridge.py::Ministral3Bridge",
+            "GemmaForCausalLM": "gemma/gemma_bridge.py::GemmaBridge",
+            "Gemma2ForCausalLM": "gemma/gemma2_bridge.py::Gemma2Bridge",
+            "Gemma3ForCausalLM": "gemma/gemma3_bridge.py::Gemma3ModelBridge",
+            "Gemma3ForConditionalGeneration": "gemma_vl/gemma3_vl_bridge.py::Gemma3VLBridge",
+            "Glm4MoeLiteForCausalLM": "glm/glm47_flash_bridge.py::GLM47FlashBridge",
+            "Glm4vMoeForConditionalGeneration": "glm_vl/glm_45v_bridge.py::GLM45VBridge",
+            "Qwen3VLForConditionalGeneration": "qwen_vl/qwen3_vl_bridge.py::Qwen3VLBridge",
+            "Qwen3VLMoeForConditionalGeneration": "qwen_vl/qwen3_vl_bridge.py::Qwen3VLMoEBridge",
+            "Qwen2_5_VLForConditionalGeneration": "qwen_vl/qwen25_vl_bridge.py::Qwen25VLBridge",
+            "Qwen3OmniMoeForConditionalGeneration": (
+                "qwen_omni/qwen3_omni_bridge.py::Qwen3OmniBridge"
+            ),
+            "Qwen2_5OmniForConditionalGeneration": (
+                "qwen_omni/qwen25_omni_bridge.py::Qwen25OmniBridge"
+            ),
+            "Qwen2AudioForConditionalGeneration": (
+                "qwen_audio/qwen2_audio_bridge.py::Qwen2AudioBridge"
+            ),
+            "Qwen3ASRForConditionalGeneration": "qwen3_asr/qwen3_asr_bridge.py::Qwen3ASRBridge",
+            "MiniMaxM3SparseForConditionalGeneration": (
+                "minimax_m3/minimax_m3_bridge.py::MiniMaxM3Bridge"
+            ),
+            "MiMoForCausalLM": "mimo/mimo_bridge.py::MimoBridge",
+            "MiMoV2FlashForCausalLM": "mimo_v2_flash/mimo_v2_flash_bridge.py::MiMoV2FlashBridge",
+            "BailingMoeV2ForCausalLM": "bailing/bailing_moe2_bridge.py::BailingMoeV2Bridge",
+            "Ernie4_5_MoeForCausalLM": "ernie/ernie_45_bridge.py::Ernie45Bridge",
+            "Ernie4_5_VLMoeForConditionalGeneration": (
+                "ernie_vl/ernie45_vl_bridge.py::Ernie45VLBridge"
+            ),
+            "Exaone4ForCausalLM": "exaone/exaone4/exaone4_bridge.py::Exaone4Bridge",
+            "Exaone4_5_ForConditionalGeneration": (
+                "exaone/exaone45/exaone45_bridge.py::Exaone45Bridge"
+            ),
+            "ExaoneMoEForCausalLM": "exaone/exaone_moe/exaone_moe_bridge.py::ExaoneMoeBridge",
+            "ExaoneMoeForCausalLM": "exaone/exaone_moe/exaone_moe_bridge.py::ExaoneMoeBridge",
+            "FalconH1ForCausalLM": "falcon_h1/falconh1_bridge.py::FalconH1Bridge",
+            "HYV3ForCausalLM": "hy_v3/hy_v3_bridge.py::HYV3Bridge",
+            "DeciLMForCausalLM": "llama_nemotron/llama_nemotron_bridge.py::LlamaNemotronBridge",
+            "NemotronForCausalLM": "nemotron/nemotron_bridge.py::NemotronBridge",
+            "NemotronH_Nano_VL_V2": "nemotron_vl/nemotron_vl_bridge.py::NemotronVLBridge",
+            "NemotronH_Nano_Omni_Reasoning_V3": (
+                "nemotron_omni/nemotron_omni_bridge.py::NemotronOmniBridge"
+            ),
+            "SarvamMoEForCausalLM": "sarvam/sarvam_moe_bridge.py::SarvamMoEBridge",
+            "SarvamMLAForCausalLM": "sarvam/sarvam_mla_bridge.py::SarvamMLABridge",
+            "Step3p5ForCausalLM": "stepfun/step35_bridge.py::Step35Bridge",
+            "Step3p7ForConditionalGeneration": "stepfun/step37_bridge.py::Step37Bridge",
+        }.items()
+    },
+}  # fmt: skip
 
 
 def supported() -> str:
@@ -729,13 +1022,15 @@ def model_entry(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         )
     arch = archs[0]
     if arch not in ARCHITECTURES:
+        why = f": {UNMAPPED[arch]}" if arch in UNMAPPED else ""
         raise UsageError(
-            f"{where}: HF architecture {bounded_repr(arch)} is not supported "
+            f"{where}: HF architecture {bounded_repr(arch)} is not supported{why} "
             f"(supported: {supported()}); pass --model NAME for a preset"
         )
     body: Mapping[str, Any] = data
-    if arch.startswith("Llama4") and isinstance(data.get("text_config"), Mapping):
-        body = {**data["text_config"], "architectures": archs}
+    if arch in _TEXT_CONFIG and isinstance(data.get("text_config"), Mapping):
+        top = {k: data.get(k, d) for k, d in _TEXT_CONFIG[arch].items()}
+        body = {**data["text_config"], **top, "architectures": archs}
     mapper, bridge = ARCHITECTURES[arch]
     try:
         fields = mapper(_Hf(body, where))
