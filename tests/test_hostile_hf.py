@@ -209,16 +209,17 @@ VALUE_CASES = [
     (QWEN, "num_experts_per_tok", "0", "model.moe_router_topk = 0 (HF num_experts_per_tok)"),
     (QWEN, "num_experts_per_tok", "{}", "model.moe_router_topk = {} (HF num_experts_per_tok)"),
     (QWEN, "num_hidden_layers", "0", "model.num_layers = 0 (HF num_hidden_layers)"),
-    (DSV3, "kv_lora_rank", "0", "model.kv_lora_rank = 0: expected an integer from 1 to "
-     "2,147,483,648 (bounds.MAX_COUNT)"),
-    (DSV3, "v_head_dim", '"x"', "model.v_head_dim = 'x': expected an integer from 1"),
+    (DSV3, "kv_lora_rank", "0", "model.kv_lora_rank = 0: input should be greater than or equal "
+     "to 1 [SCH002]"),
+    (DSV3, "v_head_dim", '"x"', "model.v_head_dim = 'x': input should be a valid integer"),
     (DSV3, "qk_rope_head_dim", "-1", "model.qk_pos_emb_head_dim = -1 (HF qk_rope_head_dim)"),
-    (DSV3, "q_lora_rank", "1e4000", "model.q_lora_rank = inf: expected an integer"),
+    (DSV3, "q_lora_rank", "1e4000", "model.q_lora_rank = inf: input should be a finite number"),
     (DSV3, "routed_scaling_factor", "NaN", "model.moe_router_topk_scaling_factor = nan "
      "(HF routed_scaling_factor): expected a finite number"),
     (DSV3, "num_nextn_predict_layers", "-1", "model.mtp_num_layers = -1 (HF "
      "num_nextn_predict_layers): input should be greater than or equal to 0 [SCH002]"),
-    (NANO, "mamba_num_heads", "0", "model.mamba_num_heads = 0: expected an integer from 1"),
+    (NANO, "mamba_num_heads", "0", "model.mamba_num_heads = 0: input should be greater than or "
+     "equal to 1 [SCH002]"),
     (NANO, "ssm_state_size", "2.5", "model.mamba_state_dim = 2.5 (HF ssm_state_size)"),
     (SCOUT, "rope_theta", "Infinity", "model.rotary_base = inf (HF rope_theta): expected a finite"),
 ]  # fmt: skip

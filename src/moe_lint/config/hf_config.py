@@ -156,7 +156,7 @@ _ARCH_NUMBERS = (
     "layernorm_epsilon", "rotary_base", "rotary_percent", "moe_router_topk_scaling_factor",
 )  # fmt: skip
 _ARCH_TEXTS = ("moe_router_score_function", "hybrid_layer_pattern", "mtp_hybrid_override_pattern")
-#: Mapped on/off fields the field table does not type: Megatron-Core tests them for truth
+#: Mapped on/off fields: Megatron-Core tests them for truth
 #: (``if config.add_qkv_bias:``), so the HF value is read the same way (``attention_bias: 1``
 #: is a bias, as it is when Bridge passes it on) and no list or object reaches the models.
 _ARCH_FLAGS = (
@@ -1036,14 +1036,15 @@ def model_entry(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         fields = mapper(_Hf(body, where))
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
         raise UsageError(f"{where}: cannot read {arch} config.json: {exc}") from None
-    # Checked as a YAML model section is (and the untyped dims the models compute with), so
+    # On/off fields are read for truth first, as Megatron-Core tests them; then the rest is
+    # checked as a YAML model section is (and the untyped dims the models compute with), so
     # no bad value reaches a parameter count, an estimate or a plan.
-    fields = _checked(fields, where, body)
-    _check_arch(fields, where, body)
-    fields = {k: _whole(v) if k == "rotary_base" else v for k, v in fields.items()}
     for name in _ARCH_FLAGS:
         if fields.get(name) is not None:
             fields[name] = bool(fields[name])
+    fields = _checked(fields, where, body)
+    _check_arch(fields, where, body)
+    fields = {k: _whole(v) if k == "rotary_base" else v for k, v in fields.items()}
     for key, value in _MODEL_DEFAULTS.items():
         fields.setdefault(key, value)
     if fields.get("num_moe_experts") and not fields.get("hybrid_layer_pattern"):
