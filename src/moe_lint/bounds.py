@@ -77,6 +77,14 @@ MAX_PLANS               100              plans ``moe-lint plan`` shows or emits 
                                          --emit): each shown plan is linted in full
 MAX_GPU_COUNTS          8                GPU counts one ``plan`` searches (--gpus N,M or
                                          the powers of two of LO-HI): each is a search
+MAX_EXPANDED            16 Mi            characters a Megatron-LM launch script's
+                                         expansions build in all (re-read loops and
+                                         calls, split words and array copies at 128 a
+                                         word), and a MODEL_ARGS file's values with its
+                                         aliases expanded; real scripts build < 10,000
+MAX_SHELL_STEPS         50,000           steps (words, separators, array items, re-read
+                                         included) of reading one launch script, each
+                                         ~5 µs; the largest real script takes ~1,100
 ======================  ===============  ================================================
 """
 
@@ -113,6 +121,8 @@ MAX_OVERRIDE_CHARS = 65_536
 MAX_PATTERN_CHARS = 512
 MAX_PLANS = 100
 MAX_GPU_COUNTS = 8
+MAX_EXPANDED = 2 * MAX_BYTES
+MAX_SHELL_STEPS = 50_000
 
 _ELLIPSIS = "..."
 

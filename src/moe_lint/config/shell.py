@@ -25,20 +25,32 @@ config paths can be called unknown rather than left at their defaults.
 Re-reading loop and function bodies is bounded by a multiple of the script's length
 (``REREAD_FACTOR``) and charged to the expansion budget (``MAX_EXPANDED_TOTAL``): past that, a
 loop or call is not re-read and what it assigns is unknown, so the reader stays linear in its
-input.
+input. Every copy is charged there: joins, word splitting (``B=($A)``), array copies
+(``"${A[@]}"``), at WORD_COST a word; a script that needs more than bounds.MAX_SHELL_STEPS
+steps, or ``${`` nested deeper than MAX_NESTING, is refused. A word's source indexes are a
+``range`` while written as one run of the source, else a 4-byte C array (_PStr.idx).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import operator
 import os
 import re
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
-from moe_lint.bounds import MAX_BYTES, bounded_str
+from moe_lint.bounds import (
+    MAX_BYTES,
+    MAX_EXPANDED,
+    MAX_PATTERN_CHARS,
+    MAX_SHELL_STEPS,
+    bounded_str,
+)
 from moe_lint.errors import InputError
 
 #: Characters one variable's value and one expanded command may grow to (an expansion
@@ -46,9 +58,14 @@ from moe_lint.errors import InputError
 MAX_EXPANSION = MAX_BYTES
 #: Characters all expansions of one script may build together, re-read loop and function
 #: bodies included (a variable that grows line by line copies itself each time: this keeps
-#: the work linear in a bound, not quadratic).
-MAX_EXPANDED_TOTAL = 8 * MAX_BYTES
-_SPENT = [0]
+#: the work linear in a bound, not quadratic): bounds.MAX_EXPANDED. A MODEL_ARGS file's
+#: values (aliases too) are charged to it as well.
+MAX_EXPANDED_TOTAL = MAX_EXPANDED
+#: What one word copy costs the budget, in characters: a word split off a value, an array
+#: element copied, an argument of a MODEL_ARGS file (a word object is ~200 bytes).
+WORD_COST = 128
+#: Spent: [characters, reader steps] of the input being read (reset_budget starts anew).
+_SPENT = [0, 0]
 #: Words on one command line after expansion (real launch commands have a few hundred).
 MAX_WORDS = 100_000
 #: Iterations of one ``for`` loop that are unrolled (more: its count is treated as unknown).
@@ -78,6 +95,62 @@ MISSING: Any = _Missing()
 
 # --- positioned strings -------------------------------------------------------------------
 
+#: Source indexes of a word's characters: a ``range`` while they are written one after the
+#: other in the source (a piece of it: no memory a character), else a C array of 4-byte
+#: ints. A list kept an int object a character: 440 MB for an 8 MB value.
+Idx: TypeAlias = "range | array[int]"
+
+
+def _span(start: int, end: int) -> range:
+    """The indexes ``start:end`` (characters written there as they are)."""
+    return range(start, end)
+
+
+def _same_idx(n: int, value: int) -> array[int]:
+    return array("i", [value]) * n
+
+
+def _naturals(r: range) -> array[int]:
+    """A range of indexes as an array: a slice of one array of 0, 1, 2, ... (grown to the
+    largest index asked, at most the text's length, once), a copy at C speed."""
+    if r.stop > len(_NATURALS):
+        _NATURALS.extend(range(len(_NATURALS), max(r.stop, 2 * len(_NATURALS))))
+    return _NATURALS[r.start : r.stop] if r.step == 1 else array("i", r)
+
+
+_NATURALS = array("i", range(4096))
+_UNKNOWN_BYTES = array("i", [UNKNOWN_AT]).tobytes()
+
+
+def _has_unknown(idx: Idx) -> bool:
+    """``UNKNOWN_AT in idx`` at C speed (a search of the array's bytes, at item boundaries)."""
+    if isinstance(idx, range):
+        return False
+    if len(idx) < 32:
+        return UNKNOWN_AT in idx
+    data = idx.tobytes()
+    size = idx.itemsize
+    k = data.find(_UNKNOWN_BYTES)
+    while k >= 0 and k % size:
+        k = data.find(_UNKNOWN_BYTES, k + 1)
+    return k >= 0
+
+
+def _as_idx(idx: Any) -> Idx:
+    if isinstance(idx, range):
+        return idx if idx.step == 1 and (not idx or idx.start >= 0) else array("i", idx)
+    return idx if isinstance(idx, array) else array("i", idx)
+
+
+def _as_array(idx: Idx) -> array[int]:
+    return _naturals(idx) if isinstance(idx, range) else idx
+
+
+def _idx_add(a: Idx, b: Idx) -> Idx:
+    if isinstance(a, range) and isinstance(b, range) and (not a or not b or a.stop == b.start):
+        return range(a.start, b.stop) if a and b else a if a else b
+    return _as_array(a) + _as_array(b)
+
 
 class _PStr:
     """Text with, for each character, its index in the source (-1: not written there,
@@ -88,18 +161,27 @@ class _PStr:
 
     __slots__ = ("at", "hidden", "idx", "maybe", "text", "unresolved")
 
-    def __init__(self, text: str = "", idx: list[int] | None = None, unresolved: bool = False,
-                 maybe: tuple[_PStr, ...] = (), hidden: bool = True,
+    def __init__(self, text: str = "", idx: Sequence[int] | Idx | None = None,
+                 unresolved: bool = False, maybe: tuple[_PStr, ...] = (), hidden: bool = True,
                  at: int = -1) -> None:  # fmt: skip
         self.text = text
         #: Where an unknown piece was written (its ``$``), for notes.
         self.at = at
         if idx is None:
-            idx = [UNKNOWN_AT if unresolved else -1] * len(text)
-        self.idx = idx
-        self.unresolved = UNKNOWN_AT in idx
+            self.idx: Idx = _same_idx(len(text), UNKNOWN_AT if unresolved else -1)
+            self.unresolved = unresolved and bool(text)
+        else:
+            self.idx = _as_idx(idx)
+            self.unresolved = _has_unknown(self.idx)
         self.maybe = maybe if self.unresolved else ()
         self.hidden = hidden and self.unresolved
+
+    @classmethod
+    def _made(cls, text: str, idx: Idx, unresolved: bool, at: int) -> _PStr:
+        out = cls.__new__(cls)
+        out.text, out.idx, out.unresolved, out.at = text, idx, unresolved, at
+        out.maybe, out.hidden = (), False
+        return out
 
     def __add__(self, other: _PStr) -> _PStr:
         size = len(self.text) + len(other.text)
@@ -108,36 +190,61 @@ class _PStr:
                 f"variable expansion exceeds {MAX_EXPANSION:,} characters (bounds.MAX_BYTES)"
             )
         charge(size)
-        out = _PStr(self.text + other.text, self.idx + other.idx)
-        if not out.unresolved:
-            out.maybe = ()
-        elif self.maybe and other.maybe:
+        unresolved = self.unresolved or other.unresolved
+        out = _PStr._made(self.text + other.text, _idx_add(self.idx, other.idx), unresolved,
+                          self.at if self.at >= 0 else other.at)  # fmt: skip
+        if not unresolved:
+            return out
+        if self.maybe and other.maybe:
             out.maybe = _cap(self.maybe + other.maybe)
         else:
             out.maybe = self.maybe or other.maybe
         out.hidden = self.hidden or other.hidden or len(out.maybe) > MAX_MAYBE
-        out.at = self.at if self.at >= 0 else other.at
         return out
 
     def cut(self, start: int, end: int | None = None) -> _PStr:
         """The characters ``start:end`` (their unknown characters keep their ``maybe``)."""
-        out = _PStr(self.text[start:end], self.idx[start:end], at=self.at)
+        idx = self.idx[start:end]
+        out = _PStr._made(self.text[start:end], idx,
+                          self.unresolved and _has_unknown(idx), self.at)  # fmt: skip
         if out.unresolved:
             out.maybe, out.hidden = self.maybe, self.hidden
         return out
 
     def split(self) -> list[_PStr]:
-        """Whitespace-separated words; a character of unknown value never splits."""
-        mask = "".join("x" if i == UNKNOWN_AT else c for c, i in zip(self.text, self.idx,
-                                                                      strict=True))  # fmt: skip
-        return [self.cut(m.start(), m.end()) for m in re.finditer(r"\S+", mask)]
+        """Whitespace-separated words; a character of unknown value never splits. Each word
+        is charged to the expansion budget (WORD_COST and its characters)."""
+        mask = self.text
+        if self.unresolved:  # unknown characters are word characters
+            data = _as_array(self.idx).tobytes()
+            size = _as_array(self.idx).itemsize
+            pieces: list[str] = []
+            last = 0
+            for m in _UNKNOWN_RUNS.finditer(data):
+                a, b = m.start(), m.end()
+                if a % size:  # not at an item boundary (cannot happen for -1, -2, >= 0)
+                    continue
+                a, b = a // size, a // size + (b - a) // size
+                pieces.append(mask[last:a])
+                pieces.append("x" * (b - a))
+                last = b
+            pieces.append(mask[last:])
+            mask = "".join(pieces)
+        out: list[_PStr] = []
+        for word in _WORD.finditer(mask):
+            charge(WORD_COST + word.end() - word.start())
+            out.append(self.cut(word.start(), word.end()))
+        return out
 
     def literal(self) -> bool:
         """Written as one contiguous run of source characters (a plain literal token)."""
-        return (
-            bool(self.idx)
-            and self.idx[0] >= 0
-            and all(b == a + 1 for a, b in zip(self.idx, self.idx[1:], strict=False))
+        idx = self.idx
+        if not idx or idx[0] < 0:
+            return False
+        if isinstance(idx, range):
+            return True
+        return idx[-1] == idx[0] + len(idx) - 1 and (
+            len(idx) < 3 or idx == _naturals(range(idx[0], idx[-1] + 1))
         )
 
     def resolved_text(self) -> str | None:
@@ -147,12 +254,52 @@ class _PStr:
         return f"_PStr({self.text!r}{', unresolved' if self.unresolved else ''})"
 
 
+_WORD = re.compile(r"\S+")
+_UNKNOWN_RUNS = re.compile(b"(?:" + re.escape(_UNKNOWN_BYTES) + b")+")
+
+
+def concat(items: list[_PStr], sep: str = "") -> _PStr:
+    """``items`` joined by ``sep`` in one copy (``a + b + c ...`` copies the growing value
+    again at each ``+``: quadratic), charged to the expansion budget."""
+    if not items:
+        return _PStr()
+    if len(items) == 1:
+        return items[0]
+    idxs = [x.idx for x in items if x.idx]
+    spans = [i for i in idxs if isinstance(i, range)]
+    joined: Idx = array("i")
+    if (
+        not sep
+        and len(spans) == len(idxs)
+        and all(a.stop == b.start for a, b in itertools.pairwise(spans))
+    ):  # written one after the other: still a range
+        joined = range(spans[0].start, spans[-1].stop) if spans else range(0)
+    sep_idx = _same_idx(len(sep), -1)
+    size = sum(len(x.text) for x in items) + len(sep) * (len(items) - 1)
+    if size > MAX_EXPANSION:
+        raise InputError(
+            f"variable expansion exceeds {MAX_EXPANSION:,} characters (bounds.MAX_BYTES)"
+        )
+    charge(size + WORD_COST)
+    if isinstance(joined, array):
+        for k, x in enumerate(items):
+            if k and sep:
+                joined.extend(sep_idx)
+            joined.extend(_as_array(x.idx))
+    unresolved = any(x.unresolved for x in items)
+    at = next((x.at for x in items if x.at >= 0), -1)
+    out = _PStr._made(sep.join(x.text for x in items), joined, unresolved, at)
+    if unresolved:
+        maybes = [x.maybe for x in items if x.maybe]
+        out.maybe = (maybes[0] if len(maybes) == 1 else
+                     _cap(tuple(f for m in maybes for f in m)))  # fmt: skip
+        out.hidden = any(x.hidden for x in items) or len(out.maybe) > MAX_MAYBE
+    return out
+
+
 def _joined(items: list[_PStr]) -> _PStr:
     """Array elements joined with spaces (``"${A[*]}"``)."""
-    joined = _PStr()
-    for k, item in enumerate(items):
-        joined = joined + (_PStr(" ") if k else _PStr()) + item
-    return joined
+    return concat(items, " ")
 
 
 def _cap(items: tuple[_PStr, ...]) -> tuple[_PStr, ...]:
@@ -171,8 +318,14 @@ def charge(size: int) -> None:
     _SPENT[0] += size
     if _SPENT[0] > MAX_EXPANDED_TOTAL:
         raise InputError(
-            f"variable expansions build more than {MAX_EXPANDED_TOTAL:,} characters in all"
+            f"variable expansions build more than {MAX_EXPANDED_TOTAL:,} characters in all "
+            "(bounds.MAX_EXPANDED)"
         )
+
+
+def charge_words(count: int) -> None:
+    """Count ``count`` word copies (an array copied, a list built) against the budget."""
+    charge(WORD_COST * count)
 
 
 def unknown_value(name: str, maybe: tuple[_PStr, ...] = (), hidden: bool = True,
@@ -217,10 +370,7 @@ class _Word:
 
     def add(self, text: _PStr, split: bool, glob: bool = False) -> None:
         if self.array is not None:  # "${A[@]}x": the elements joined, then the rest
-            joined = _PStr()
-            for k, item in enumerate(self.array):
-                joined = joined + (_PStr(" ") if k else _PStr()) + item
-            self.parts.append((joined, True))
+            self.parts.append((_joined(self.array), True))
             self.globs.append(True)
             self.array = None
         self.parts.append((text, split))
@@ -260,6 +410,14 @@ _KEYWORD = re.compile(
     r"\{|\}|!|\[\[)(?=[\s;&|()<>]|$)"
 )
 _FUNCDEF = re.compile(r"([A-Za-z_][\w.:-]*)[ \t]*\([ \t]*\)")
+_BRACKETS = {"(": re.compile(r"[()]"), "{": re.compile(r"[{}]")}
+_BRACE_ARRAY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]")
+_BRACE_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?[-=+?])?")
+_PLAIN = re.compile(r"[^$\"'`\\]+")
+#: A run of characters with no meaning to the word reader (unquoted, in double quotes).
+_UNQUOTED_RUN = re.compile(r"[^ \t\r\n;&|<>()\\'\"$`]*")
+_QUOTED_RUN = re.compile(r'[^"\\$`]*')
+_FD = re.compile(r"\d+-?|-")
 _REDIRECT = re.compile(r"\d*(<<<|<<-|<<|&>>|&>|>>|>&|<&|<>|>\||>|<)")
 #: Words that only prefix the command they run.
 _PREFIXES = {"time", "exec", "nohup", "command", "builtin", "!"}
@@ -294,6 +452,9 @@ class ShellReader:
         self.defaults_at: list[tuple[int, int, str]] = []
         self.functions: dict[str, tuple[int, int, frozenset[str]]] = {}
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        #: Bracket pairs found by _matching: opening character -> {open index: close index}.
+        self._pairs: dict[str, dict[int, int]] = {}
+        self._braces = 0
         self._heredocs: list[str] = []
         #: The body of the current command's ``<<`` heredoc (for ``read -d ''``), or None.
         self._heredoc_body: _PStr | None = None
@@ -345,6 +506,12 @@ class ShellReader:
 
     def _tick(self) -> None:
         self.steps += 1
+        _SPENT[1] += 1
+        if _SPENT[1] > MAX_SHELL_STEPS:
+            raise InputError(
+                f"reading the shell script takes more than {MAX_SHELL_STEPS:,} steps "
+                "(bounds.MAX_SHELL_STEPS)"
+            )
         if self.steps > 4 * (len(self.text) + self._reread) + 1000:
             raise InputError("the shell text cannot be taken apart (reader made no progress)")
 
@@ -406,7 +573,7 @@ class ShellReader:
         end = text.find("\n", self.i)
         start = len(text) if end < 0 else end + 1
         at = start
-        out = _PStr()
+        lines: list[_PStr] = []
         while at < len(text):
             stop = text.find("\n", at)
             stop = len(text) if stop < 0 else stop
@@ -418,8 +585,9 @@ class ShellReader:
                 break
             charge(stop - line_at + 1)
             upto = min(stop + 1, len(text))
-            out = out + _PStr(text[line_at:upto], list(range(line_at, upto)))
+            lines.append(_PStr(text[line_at:upto], _span(line_at, upto)))
             at = stop + 1
+        out = concat(lines)
         if not quoted and re.search(r"[$`\\]", out.text):
             return unknown_value("heredoc", at=start)
         return out
@@ -479,7 +647,7 @@ class ShellReader:
                 end = text.find("'", self.i + 1)
                 if end < 0:
                     raise InputError(f"line {self.line(self.i)}: unterminated single quote")
-                word.add(_PStr(text[self.i + 1 : end], list(range(self.i + 1, end))), False)
+                word.add(_PStr(text[self.i + 1 : end], _span(self.i + 1, end)), False)
                 word.quoted = True
                 self.i = end + 1
             elif ch == '"':
@@ -489,17 +657,15 @@ class ShellReader:
             elif ch == "`":
                 self._backtick(word)
             else:
-                j = self.i
-                while j < len(text) and text[j] not in " \t\r\n;&|<>()\\'\"$`":
-                    j += 1
+                j = _UNQUOTED_RUN.match(text, self.i).end()  # type: ignore[union-attr]
                 run = text[self.i : j]
                 if self.i == word.start and run.startswith("~"):
                     end = run.find("/") if "/" in run else len(run)
                     self.note(f"line {self.line(self.i)}: ~ (the home directory) is unknown")
                     word.add(_PStr(run[:end], unresolved=True), False)
-                    word.add(_PStr(run[end:], list(range(self.i + end, j))), False, glob=True)
+                    word.add(_PStr(run[end:], _span(self.i + end, j)), False, glob=True)
                 else:
-                    word.add(_PStr(run, list(range(self.i, j))), False, glob=True)
+                    word.add(_PStr(run, _span(self.i, j)), False, glob=True)
                 brace = brace or re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", run) is not None
                 self.i = j
         if brace:
@@ -537,27 +703,40 @@ class ShellReader:
             elif ch == "`":
                 self._backtick(word)
             else:
-                j = self.i
-                while j < len(text) and text[j] not in '"\\$`':
-                    j += 1
+                j = _QUOTED_RUN.match(text, self.i).end()  # type: ignore[union-attr]
                 if j == self.i:
                     j += 1
-                word.add(_PStr(text[self.i : j], list(range(self.i, j))), False)
+                word.add(_PStr(text[self.i : j], _span(self.i, j)), False)
                 self.i = j
         raise InputError(f"line {self.line(start)}: unterminated double quote")
 
     def _matching(self, start: int, open_: str, close: str) -> int:
-        """Index of the bracket closing the one at ``start`` (nesting counted)."""
-        depth = 0
-        for j in range(start, len(self.text)):
-            c = self.text[j]
-            if c == open_:
-                depth += 1
-            elif c == close:
-                depth -= 1
-                if depth == 0:
-                    return j
-        raise InputError(f"line {self.line(start)}: unterminated {open_}")
+        """Index of the bracket closing the one at ``start`` (nesting counted). Each scan
+        remembers the pairs it closes, so nested ``${A:-${B:-...}}`` is scanned once, not
+        once a level."""
+        known = self._pairs.setdefault(open_, {})
+        if start in known:
+            return known[start]
+        stack: list[int] = []
+        pattern = _BRACKETS[open_]
+        j = start
+        text = self.text
+        while True:
+            m = pattern.search(text, j)
+            if m is None:
+                raise InputError(f"line {self.line(start)}: unterminated {open_}")
+            j = m.start()
+            if text[j] == open_:
+                if j in known and stack:  # a pair closed before: jump over it
+                    j = known[j] + 1
+                    continue
+                stack.append(j)
+            else:
+                if stack:
+                    known[stack.pop()] = j
+                    if not stack:
+                        return j
+            j += 1
 
     def _dollar(self, word: _Word, quoted: bool) -> None:
         text, i = self.text, self.i
@@ -576,9 +755,14 @@ class ShellReader:
             return
         if nxt == "{":
             end = self._matching(i + 1, "{", "}")
-            body = text[i + 2 : end]
             self.i = end + 1
-            self._brace(word, body, i, quoted)
+            self._braces += 1
+            if self._braces > MAX_NESTING:
+                raise InputError(f"shell nesting deeper than {MAX_NESTING} levels")
+            try:
+                self._brace(word, end, i, quoted)
+            finally:
+                self._braces -= 1
             return
         m = _NAME.match(text, i + 1)
         if m:
@@ -593,8 +777,11 @@ class ShellReader:
         word.add(_PStr("$", [i]), False)
         self.i += 1
 
-    def _brace(self, word: _Word, body: str, at: int, quoted: bool) -> None:
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]", body)
+    def _brace(self, word: _Word, end: int, at: int, quoted: bool) -> None:
+        """``${...}`` written from ``at`` to ``end`` (its ``}``); matched in place: a copy of
+        its body at each nesting level was quadratic."""
+        text = self.text
+        m = _BRACE_ARRAY.fullmatch(text, at + 2, end)
         if m:
             value = self.vars.get(m.group(1))
             items = value if isinstance(value, list) else ([value] if value is not None else [])
@@ -602,6 +789,8 @@ class ShellReader:
                 self.note(f"line {self.line(at)}: ${{{m.group(1)}[@]}} is not set in the script")
             if (quoted and m.group(2) == "@") or not quoted:
                 word.empty_array = word.empty_array or (quoted and not items)
+                if quoted:
+                    charge_words(len(items))
                 word.array = list(items) if quoted else [w for it in items for w in it.split()]
                 if word.parts or len(items) == 0:
                     word.array = None
@@ -609,17 +798,19 @@ class ShellReader:
             else:
                 word.add(_joined(list(items)), False)
             return
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?::?([-=+?])(.*))?", body, re.S)
-        if not m:
+        m = _BRACE_NAME.match(text, at + 2, end)
+        if not m or (m.group(2) is None and m.end() != end):
+            body = text[at + 2 : min(end, at + 2 + 41)]
             self.note(f"line {self.line(at)}: ${{{bounded_str(body, 40)}}} is not expanded")
-            word.add(_PStr("${" + body + "}", unresolved=True, at=at), False)
+            word.add(_PStr(text[at : end + 1], unresolved=True, at=at), False)
             return
-        name, op, rest = m.group(1), m.group(2), m.group(3) or ""
-        colon = op is not None and body[len(name)] == ":"
+        name = m.group(1)
+        op = m.group(2)[-1] if m.group(2) else None
+        colon = op is not None and len(m.group(2)) == 2
         current = self.vars.get(name)
-        offset = at + 2 + len(body) - len(rest)
-        text = current if isinstance(current, _PStr) else current[0] if current else _PStr()
-        known_empty = current is not None and not text.unresolved and text.text == ""
+        offset = m.end()
+        value = current if isinstance(current, _PStr) else current[0] if current else _PStr()
+        known_empty = current is not None and not value.unresolved and value.text == ""
         unset = current is None or (colon and known_empty)
         if current is None and self._sourced and op in ("-", "=", "+"):
             self.note(f"line {self.line(at)}: ${name} may be set by the sourced file")
@@ -627,28 +818,27 @@ class ShellReader:
             return
         if op in ("-", "="):
             if unset:  # the default (a variable the script does not set: a shell default)
-                default = self._expand_text(rest, offset)
+                default = self._expand_text(offset, end)
                 if not self.dead():
-                    self.defaults_at.append((offset, offset + len(rest), name))
+                    self.defaults_at.append((offset, end, name))
                 if op == "=":
                     self._set(name, default)
                 word.add(default, not quoted)
                 return
         elif op == "+":
-            if text.unresolved:
+            if value.unresolved:
                 word.add(unknown_value(name, at=at), False)
             elif not unset:
-                word.add(self._expand_text(rest, offset), not quoted)
+                word.add(self._expand_text(offset, end), not quoted)
             return
         word.add(self._lookup(name, at), not quoted)
 
-    def _expand_text(self, text: str, offset: int) -> _PStr:
-        """Expand a default's text (``${X:-"$Y/a"}``) with source positions from ``offset``:
+    def _expand_text(self, offset: int, end: int) -> _PStr:
+        """Expand a default's text (``${X:-"$Y/a"}``, the source from ``offset`` to ``end``):
         quotes removed, ``$`` expanded (not in single quotes)."""
         saved = self.i
         self.i = offset
         word = _Word(start=offset)
-        end = offset + len(text)
         while self.i < end:
             ch = self.text[self.i]
             if ch == "$":
@@ -658,7 +848,7 @@ class ShellReader:
             elif ch == "'":
                 close = self.text.find(ch, self.i + 1)
                 close = end if close < 0 or close > end else close
-                word.add(_PStr(self.text[self.i + 1 : close], list(range(self.i + 1, close))),
+                word.add(_PStr(self.text[self.i + 1 : close], _span(self.i + 1, close)),
                          False)  # fmt: skip
                 self.i = close + 1
             elif ch == "`":
@@ -666,9 +856,11 @@ class ShellReader:
             elif ch == "\\" and self.i + 1 < end:
                 word.add(_PStr(self.text[self.i + 1], [self.i + 1]), False)
                 self.i += 2
-            else:
-                word.add(_PStr(ch, [self.i]), False)
-                self.i += 1
+            else:  # a run of plain characters at once
+                m = _PLAIN.match(self.text, self.i, end)
+                stop = m.end() if m and m.end() > self.i else self.i + 1
+                word.add(_PStr(self.text[self.i : stop], _span(self.i, stop)), False)
+                self.i = stop
         self.i = saved
         return self.join(word)
 
@@ -683,7 +875,7 @@ class ShellReader:
 
     def _arith(self, inner: str, at: int) -> _PStr:
         """``$(( ))`` on integers only (variables of the script expanded first)."""
-        expanded = self._expand_text(inner, at + 3)
+        expanded = self._expand_text(at + 3, at + 3 + len(inner))
         value = self._arith_value(expanded) if not expanded.unresolved else None
         if value is None:
             self.note(f"line {self.line(at)}: $(( {bounded_str(inner, 40)} )) is not computed")
@@ -709,17 +901,15 @@ class ShellReader:
         return None if unknown else safe_int(text)
 
     def join(self, word: _Word) -> _PStr:
-        out = _PStr()
+        parts = [part for part, _ in word.parts]
         if word.array is not None:
-            for k, item in enumerate(word.array):
-                out = out + (_PStr(" ") if k else _PStr()) + item
-        for part, _ in word.parts:
-            out = out + part
-        return out
+            parts.insert(0, _joined(word.array))
+        return concat(parts)
 
     def expand(self, word: _Word) -> list[_PStr]:
         """The words a shell word becomes (unquoted expansions split on whitespace)."""
         if word.array is not None and not word.parts:
+            charge_words(len(word.array))
             return list(word.array)
         out: list[_PStr] = []
         current: _PStr | None = None
@@ -730,8 +920,8 @@ class ShellReader:
             pieces = part.split()
             if not pieces:
                 continue
-            lead = part.text[:1].isspace() and part.idx[:1] != [UNKNOWN_AT]
-            trail = part.text[-1:].isspace() and part.idx[-1:] != [UNKNOWN_AT]
+            lead = part.text[:1].isspace() and part.idx[0] != UNKNOWN_AT
+            trail = part.text[-1:].isspace() and part.idx[-1] != UNKNOWN_AT
             for k, piece in enumerate(pieces):
                 if k == 0 and current is not None and not lead:
                     current = current + piece
@@ -1012,7 +1202,7 @@ class ShellReader:
             self.i = end + 2
             if self.dead():
                 return None
-            value = self._arith_value(self._expand_text(inner, start + 2))
+            value = self._arith_value(self._expand_text(start + 2, start + 2 + len(inner)))
             return None if value is None else value != 0
         if self._peek() == "(":
             self.i += 1
@@ -1063,8 +1253,8 @@ class ShellReader:
             )
             return True
         if op in (">&", "<&") and re.match(r"\d+-?|-", self.text[self.i : self.i + 3]):
-            digits = re.match(r"\d+-?|-", self.text[self.i :])
-            self.i += digits.end() if digits else 0
+            digits = _FD.match(self.text, self.i)
+            self.i = digits.end() if digits else self.i
             return True
         self._word()
         return True
@@ -1117,6 +1307,8 @@ class ShellReader:
                 if not words and len(word.parts) == 1 and word.parts[0][0].text in _DECLARE:
                     declaring = True
                 words.append(word)
+                if len(words) > MAX_WORDS:
+                    raise InputError(f"a command of more than {MAX_WORDS:,} words")
             if self.i == before:
                 self.i += 1  # a character no rule consumed: move on
         return words, assignments
@@ -1613,6 +1805,7 @@ class ShellReader:
             base = old if isinstance(old, list) else ([old] if old is not None else [])
             item = value if isinstance(value, _PStr) else _joined(value)
             if index.isdigit() and int(index) <= len(base) and not item.unresolved:
+                charge_words(len(base))
                 new = list(base)
                 if int(index) == len(new):
                     new.append(item)
@@ -1625,8 +1818,10 @@ class ShellReader:
         if op == "+=" and old is not None:
             if isinstance(value, list):
                 base = old if isinstance(old, list) else [old]
+                charge_words(len(base) + len(value))
                 value = base + value
             elif isinstance(old, list):
+                charge_words(len(old))
                 value = [*old[:-1], old[-1] + value] if old else [value]
             else:
                 value = old + value
@@ -1655,7 +1850,7 @@ def _hidden(value: Any) -> bool:
     return any(isinstance(v, _PStr) and v.hidden for v in items)
 
 
-def _first_unknown(idx: list[int]) -> int:
+def _first_unknown(idx: Idx) -> int:
     try:
         return idx.index(UNKNOWN_AT)
     except ValueError:
@@ -1690,8 +1885,15 @@ def _common_tail(values: list[_PStr], head: int) -> int:
 
 
 def _glob_regex(word: _Word) -> re.Pattern[str] | None:
-    """A ``case`` / ``[[ == ]]`` pattern as a regex (None: a part of it is unknown)."""
+    """A ``case`` / ``[[ == ]]`` pattern as a regex (None: a part of it is unknown, or it
+    is longer than bounds.MAX_PATTERN_CHARS: compiling a regex costs microseconds a
+    character, and real patterns are a few words)."""
     out = []
+    if (
+        sum(len(p.text) for p, _ in word.parts) + sum(len(x.text) for x in word.array or ())
+        > MAX_PATTERN_CHARS
+    ):
+        return None
     if word.array is not None:
         word = _Word([(_joined(word.array), False), *word.parts],
                      [False, *word.globs], None, word.start)  # fmt: skip
@@ -2046,5 +2248,5 @@ def safe_int(expr: str) -> int | None:
 
 
 def reset_budget() -> None:
-    """Start a new script's expansion budget."""
-    _SPENT[0] = 0
+    """Start a new input's expansion and step budgets."""
+    _SPENT[0] = _SPENT[1] = 0
