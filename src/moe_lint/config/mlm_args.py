@@ -36,7 +36,15 @@ from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
 from moe_lint.config.mlm_releases import UNSET, MlmArgs, releases
 from moe_lint.config.positions import Pos, Span
-from moe_lint.config.shell import UNKNOWN_AT, ShellReader, _PStr, reset_budget
+from moe_lint.config.shell import (
+    WORD_COST,
+    ShellReader,
+    _PStr,
+    _span,
+    charge,
+    concat,
+    reset_budget,
+)
 from moe_lint.errors import InputError
 
 __all__ = ["Launch", "MlmFlag", "MlmResult", "ShellReader", "find_launch", "split_flags"]
@@ -247,14 +255,14 @@ def split_flags(
             continue
         entry = table.get(w.text) or {}
         if entry.get("nargs") in ("+", "*"):
-            value = nxt
+            items = [nxt]
             k += 1
             maybe(nxt)
             while k < len(words) and not _is_option(words[k].text):
                 opened(words[k])
-                value = value + _PStr(" ") + words[k]
+                items.append(words[k])
                 k += 1
-            out.append((w, value))
+            out.append((w, concat(items, " ")))  # one copy (value + " " + w: quadratic)
             continue
         if _is_option(nxt.text):
             out.append((w, None))
@@ -685,6 +693,7 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     command line the test harness runs (config/model_args.py): merge keys resolved, ``true``
     the flag alone, ``[a b]`` the words ``a b``, ``${DATA_PATH}`` a value the harness fills in.
     A checkpoint-consistency test's MODEL_ENV_VARS give run 1's GPUs per node."""
+    reset_budget()  # this file's words (aliases expanded) are charged to its budget
     mode = None  # the harness's MODE: (pretraining, inference, rl, ...)
     env: dict[str, tuple[Any, _PStr | None]] = {}
     for key, value in node.value:
@@ -695,17 +704,19 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
         ):
             for k, v in value.value:
                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                    charge(WORD_COST + len(v.value))  # an alias's value again at each use
                     start = v.start_mark.index
-                    idx = list(range(start, start + len(v.value))) if v.value else []
                     if model_args._VARIABLE.search(v.value):  # envsubst's: not known
-                        idx = [UNKNOWN_AT] * len(v.value)
-                    env[k.value] = (v.value, _PStr(v.value, idx))
+                        word = _PStr(v.value, unresolved=True)
+                    else:
+                        word = _PStr(v.value, _span(start, start + len(v.value)))
+                    env[k.value] = (v.value, word)
     found = model_args.model_args_key(node)
     key, args = found if found is not None else (None, None)
     anchor = None
     if key is not None:
         start = key.start_mark.index
-        anchor = _PStr("MODEL_ARGS", list(range(start, start + len("MODEL_ARGS"))))
+        anchor = _PStr("MODEL_ARGS", _span(start, start + len("MODEL_ARGS")))
     for key_node, value in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.value == "MODE":
             mode = value.value if isinstance(value, yaml.ScalarNode) else None
@@ -719,12 +730,13 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
         )
     words: list[_PStr] = []
     for entry in model_args.explode(args):
-        words.extend(model_args.entry_words(text, entry))
+        words.extend(model_args.entry_words(text, entry, 4 * MAX_FLAGS - len(words)))
         if len(words) > 4 * MAX_FLAGS:
             raise InputError(f"more than {MAX_FLAGS:,} arguments")
     open_words: list[_PStr] = []
     pairs = split_flags(words, open_words)
-    notes = [f"{w.text} in MODEL_ARGS is not read and may hold flags" for w in open_words[:20]]
+    notes = [f"{bounded_str(w.text, 60)} in MODEL_ARGS is not read and may hold flags"
+             for w in open_words[:20]]  # fmt: skip
     launcher, source = model_args.run_gpus(node)
     result = build(text, pairs, anchor, notes, launcher)
     result.launcher_source = source

@@ -22,12 +22,11 @@ the recipe's). moe-lint reads run 1.
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
 import yaml
 
-from moe_lint.config.shell import _PStr, unknown_value
+from moe_lint.config.shell import WORD_COST, _PStr, _span, charge, unknown_value
 from moe_lint.errors import InputError
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -49,6 +48,13 @@ _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 #: such as the hybrid layer pattern ``MEMEM*EMEMEM*E/*E/*E`` names no file in the harness's
 #: working directory (the Megatron-LM checkout), so the run gets it as written.
 _SHELL_SPECIAL = set("$`\\\"';&<>{}~#!")
+#: Words one MODEL_ARGS file may put on the command line (mlm_args.MAX_FLAGS arguments,
+#: four words each): a ``[a b c ...]`` value is refused when it passes this, before its
+#: words are built.
+MAX_WORDS = 4 * 20_000
+#: Quotes and backslashes of one value that are read as xargs would (each is a step in
+#: Python); a value with more is unknown, as one xargs refuses is.
+MAX_QUOTES = 4_096
 _QUOTED_SPECIAL = set('$`\\"')
 
 
@@ -115,36 +121,93 @@ def explode(mapping: yaml.MappingNode, spent: list[int] | None = None,
     return out
 
 
-def _positions(text: str, node: yaml.ScalarNode, shown: str) -> list[int]:
-    """Source positions of ``shown`` when it is written as is inside ``node``'s scalar."""
-    start = node.start_mark.index + (1 if node.style in ("'", '"') else 0)
-    raw = node.value
-    if text[start : start + len(raw)] != raw:  # escapes or folding: not written as is
-        return [-1] * len(shown)
-    at = raw.find(shown)
-    return list(range(start + at, start + at + len(shown))) if at >= 0 else [-1] * len(shown)
+class _Finder:
+    """Source positions of the words of one scalar written as is (xargs and the harness
+    leave them as written): each found after the one before, so finding them all is one
+    pass over the scalar (``raw.find`` from its start for each word was quadratic)."""
+
+    def __init__(self, text: str, node: yaml.ScalarNode) -> None:
+        self.start = node.start_mark.index + (1 if node.style in ("'", '"') else 0)
+        self.raw = node.value
+        #: Escapes or folding: the scalar is not written as is.
+        self.as_is = text[self.start : self.start + len(self.raw)] == self.raw
+        self.cursor = 0
+
+    def positions(self, shown: str) -> range | None:
+        if not self.as_is:
+            return None
+        at = self.raw.find(shown, self.cursor)
+        if at < 0:
+            self.as_is = False  # the rest is not searched again: one pass in all
+            return None
+        self.cursor = at + len(shown)
+        return _span(self.start + at, self.start + at + len(shown))
+
+
+_BLANKS = re.compile(r"[ \t\r\n]*")
+_TOKEN = re.compile(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"(?:[^"\\]|\\[\s\S])*"|\\[\s\S])+""")
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\[\s\S])*)"|\\([\s\S])""")
+_IN_DOUBLE = re.compile(r"\\([\s\S])")
+
+
+def _piece(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    if m.group(2) is not None:  # in double quotes a backslash escapes only " and itself
+        return _IN_DOUBLE.sub(lambda e: e.group(1) if e.group(1) in '"\\' else e.group(0),
+                              m.group(2))  # fmt: skip
+    return m.group(3)
 
 
 def _xargs(value: str) -> str | None:
     """``echo "$value" | xargs``: its words (quotes and backslashes processed) joined by one
-    blank; None when xargs refuses it (an unmatched quote)."""
-    try:
-        lexer = shlex.shlex(value, posix=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        return " ".join(lexer)
-    except ValueError:
+    blank; None when xargs refuses it (an unmatched quote, a trailing backslash). Read as
+    ``shlex`` in POSIX mode splits on blanks (its character loop was quadratic: 30 s on a
+    7 MB value), a token at a time with regular expressions."""
+    if not any(c in value for c in "'\"\\"):
+        return _collapse(value)
+    if value.count("'") + value.count('"') + value.count("\\") > MAX_QUOTES:
         return None
+    words: list[str] = []
+    at = 0
+    while True:
+        at = _BLANKS.match(value, at).end()  # type: ignore[union-attr]
+        if at >= len(value):
+            return " ".join(words)
+        m = _TOKEN.match(value, at)
+        if m is None:
+            return None  # an unmatched quote or a lone backslash at the end
+        at = m.end()
+        if at < len(value) and value[at] not in " \t\r\n":
+            return None
+        token = m.group()
+        words.append(_PIECE.sub(_piece, token) if any(c in token for c in "'\"\\") else token)
 
 
-def entry_words(text: str, entry: Entry) -> list[_PStr]:
-    """The words one MODEL_ARGS entry puts on the command line (see the module docstring)."""
+def _collapse(value: str) -> str:
+    """The words of ``value`` (split on xargs's blanks) joined by one blank, in passes at C
+    speed: blanks made spaces, then runs of spaces halved until none is left (log of the
+    longest run passes; a substitution a run cost 0.3 µs each)."""
+    value = value.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    while "  " in value:
+        value = value.replace("  ", " ")
+    return value.strip(" ")
+_SPLIT = re.compile(r"\S+")
+
+
+def entry_words(text: str, entry: Entry, room: int = MAX_WORDS) -> list[_PStr]:
+    """The words one MODEL_ARGS entry puts on the command line (see the module docstring);
+    each entry (an alias's value again at each use) is charged to the expansion budget, and
+    more than ``room`` words are refused before they are built."""
     key, value = entry.key, entry.value
     if not isinstance(key, yaml.ScalarNode):
+        charge(WORD_COST)
         return [unknown_value("MODEL_ARGS")]
     k0 = key.start_mark.index + (1 if key.style in ("'", '"') else 0)
     name = key.value
-    flag = _PStr(name, list(range(k0, k0 + len(name))) if text[k0 : k0 + len(name)] == name
+    charge(2 * WORD_COST + len(name) + (len(value.value) if isinstance(value, yaml.ScalarNode)
+                                        else 0))  # fmt: skip
+    flag = _PStr(name, _span(k0, k0 + len(name)) if text[k0 : k0 + len(name)] == name
                  else None)  # fmt: skip
     if not isinstance(value, yaml.ScalarNode):
         # yq prints a list or a map as YAML text; the harness reads it line by line.
@@ -160,21 +223,28 @@ def entry_words(text: str, entry: Entry) -> list[_PStr]:
         return [flag, unknown_value(name.lstrip("-").replace("-", "_"), hidden=False)]
     if shown == "true":
         return [flag]
+    pieces: Any
     if re.fullmatch(r"\([^)]+\)", shown):
         pieces, special = [shown], _QUOTED_SPECIAL  # passed as "$value": one word
     elif re.fullmatch(r"\[[^]]+\]", shown):
-        pieces, special = shown[1:-1].split(), _SHELL_SPECIAL  # brackets stripped, split
+        # brackets stripped, split (str.split's blanks, a word at a time)
+        pieces, special = (m.group() for m in _SPLIT.finditer(shown, 1, len(shown) - 1)), \
+            _SHELL_SPECIAL  # fmt: skip
     elif re.search(r"[ |()]", shown):
         pieces, special = [shown], _QUOTED_SPECIAL
     else:
         pieces, special = ([shown] if shown else []), _SHELL_SPECIAL
     words = [flag]
+    finder = _Finder(text, value)
     for piece in pieces:
-        if substituted or any(c in special for c in piece):
+        if len(words) > room:
+            raise InputError(f"more than {MAX_WORDS // 4:,} arguments")
+        charge(WORD_COST)
+        if substituted or not special.isdisjoint(piece):
             # envsubst's values, or text the harness's eval changes: unknown, one word
             words.append(_PStr(piece, unresolved=True, hidden=False, at=value.start_mark.index))
         else:
-            words.append(_PStr(piece, _positions(text, value, piece)))
+            words.append(_PStr(piece, finder.positions(piece)))
     return words
 
 
