@@ -54,7 +54,7 @@ def test_short_hf_fuzz_run_finds_nothing(tmp_path: Path) -> None:
     report, code, err = _fuzz(
         tmp_path, "--hf", "--cases", "60", "--seed", "5", "--plan-every", "20", timeout=600
     )
-    assert report["mode"] == "hf" and report["cases"] == 60 and report["seed_files"] == 20
+    assert report["mode"] == "hf" and report["cases"] == 60 and report["seed_files"] >= 20
     assert report["failures"] == 0, report["examples"]
     assert code == 0, err
     assert not list(tmp_path.iterdir())

@@ -59,12 +59,12 @@ if TYPE_CHECKING:
 FORM = "bridge-launch"
 
 #: Text that may name a Bridge launcher; other scripts go straight to the Megatron-LM reader.
+#: Matched against the lowercased text (a case-insensitive search cost 0.2 s a megabyte).
 _MARKER = re.compile(
     r"run_recipe\.py|run_script\.py|setup_experiment\.py|bootstrap\.py|launch_with_nemo_run\.py|"
     r"setup_(?:conversion|inference)\.py|scripts/(?:conversion|inference|performance|training)/|"
     r"examples/(?:conversion|models|megatron_mimo|training_features)/|"
-    r"tutorials/recipes/|hf_to_megatron|megatron[./_]bridge|Megatron-Bridge",
-    re.I,
+    r"tutorials/recipes/|hf_to_megatron|megatron[./_]bridge|megatron-bridge"
 )
 
 #: Bridge commands that do not train, by their script's path: (pattern, what it is).
@@ -871,7 +871,7 @@ def _sync_seq_length(tree: _Tree, unknown: set[str]) -> list[tuple[str, str, boo
 def document(text: str, path: str, had_bom: bool = False) -> LaunchRead | None:
     """The Document of a Bridge launch script, or None when ``text`` is not one (it is then
     read as a Megatron-LM script)."""
-    if not _MARKER.search(text):
+    if not _MARKER.search(text.lower()):
         return None
     reader = mlm_args.read_shell(text)
     found = entries(reader)
