@@ -457,7 +457,24 @@ _INFERENCE_SCRIPT = re.compile(
     r"(?:^|[/\s'\"=])(?:examples/inference/\S*|[\w-]*(?:inference|text_generation|generat)[\w-]*)"
     r"\.py\b"
 )
-_PY_WORD = re.compile(r"[^\s'\"=;|&]+\.py\b")
+#: The longest ``NAME.py`` word read back from its ``.py`` (a longer one is no entry script).
+_MAX_PY_WORD = 300
+_PY_STOP = frozenset(" \t\n\r\f\v'\"=;|&")
+
+
+def _py_words(line: str) -> list[str]:
+    """The ``*.py`` words of ``line``, in linear time: each ``.py`` is found once and its word
+    read back over at most _MAX_PY_WORD characters (``[^\\s...]+\\.py`` backtracked from
+    every start of a 100 KB word: 30 s)."""
+    out = []
+    for m in re.finditer(r"\.py\b", line):
+        end = m.start()
+        start = end
+        while start > 0 and end - start < _MAX_PY_WORD and line[start - 1] not in _PY_STOP:
+            start -= 1
+        if start < end:
+            out.append(line[start : m.end()])
+    return out
 
 
 _MODULE_FLAG = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
@@ -466,6 +483,7 @@ _MODULE_FLAG = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
 def run_mode_of(script: str) -> str:
     """The run mode an entry script (or ``-m`` module) implies: "inference" for an inference
     or text-generation entry point, "training" for any other (pretrain_*.py, train_rl.py)."""
+    script = script[-_MAX_PY_WORD:]  # a name is short: the regex stays linear on a long word
     if ".py" not in script and re.fullmatch(r"[A-Za-z_][\w.]*", script):
         script = script.replace(".", "/") + ".py"  # examples.inference.x -> examples/inference/x.py
     return "inference" if _INFERENCE_SCRIPT.search(script) else "training"
@@ -477,7 +495,7 @@ def _script_mode(text: str, command: _PStr | None) -> str:
     if command is not None:
         return run_mode_of(command.text)
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    words = [w for line in lines for w in _PY_WORD.findall(line) + _MODULE_FLAG.findall(line)]
+    words = [w for line in lines for w in _py_words(line) + _MODULE_FLAG.findall(line)]
     if words and all(run_mode_of(w) == "inference" for w in words):
         return "inference"
     return "training"
