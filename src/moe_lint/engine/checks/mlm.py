@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.config.mlm_releases import (
     UNSET,
     MlmArgs,
@@ -160,6 +161,8 @@ def unknown_flags(ctx: Context) -> Iterator[Violation]:
     known = flags_of(release)
     plain = _plain_entry(ctx)
     seen: set[tuple[str, Any]] = set()
+    searches = MAX_SUGGESTIONS  # each "did you mean" is a difflib pass over ~1,000 flags
+    ordered = sorted(known)
     for item in flags:
         name = flag_name(str(item.name))
         if not name.startswith("--") or name in known or (name, _at(item)) in seen:
@@ -173,8 +176,10 @@ def unknown_flags(ctx: Context) -> Iterator[Violation]:
         elif not plain:
             continue
         else:
-            guess = closest(name, sorted(known))
-            why = f"did you mean {guess}?" if guess else "no flag of that release is close"
+            guess = closest(name, ordered) if searches > 0 else None
+            searches -= 1
+            why = (f"did you mean {guess}?" if guess else "no flag of that release is close"
+                   if searches >= 0 else "not a flag of that release")  # fmt: skip
         yield Violation(
             path=name.lstrip("-").replace("-", "_"),
             params={"flag": name, "release": release, "why": why},
