@@ -322,6 +322,11 @@ class Entry(NamedTuple):
     why: str = ""
 
 
+#: The longest ``bash -c`` string read as a command (real ones are a few kilobytes; a longer
+#: one is left as one unread word: a 4 MB string read again cost 330 MB of positions).
+_MAX_INNER_COMMAND = 65_536
+
+
 def _unnest(words: list[Any], depth: int = 0,
             unknown: dict[str, Any] | None = None) -> list[list[Any]]:  # fmt: skip
     """A command's words with ``bash -c "<command>"`` read inside its string: the string
@@ -337,7 +342,7 @@ def _unnest(words: list[Any], depth: int = 0,
         while j < len(words) and re.fullmatch(r"-[a-zA-Z]+", words[j].text):
             runs = runs or "c" in words[j].text  # -c, -lc, -ec: the next word is run
             j += 1
-        if runs and j < len(words):
+        if runs and j < len(words) and len(words[j].text) <= _MAX_INNER_COMMAND:
             outer = words[j]
             inner = mlm_args.ShellReader(outer.text)
             inner.vars.update(unknown or {})
@@ -451,18 +456,28 @@ class _Where:
         """The span of a word written in the file (its ``key=`` part as the key when ``cut``
         is the index of the ``=``); None when it is not written there as one run."""
         idx = word.idx
-        known = [i for i in idx if i >= 0]
-        if not known:
+        first, last = _known_ends(idx, 0, len(idx))
+        if first is None or last is None:
             return None
-        start, end = self.pos(known[0]), self.pos(known[-1] + 1)
+        start, end = self.pos(first), self.pos(last + 1)
         if cut is None:
             return Span(start, end, start, end, False)
-        key_idx = [i for i in idx[:cut] if i >= 0]
-        value_idx = [i for i in idx[cut + 1 :] if i >= 0]
-        key_end = self.pos(key_idx[-1] + 1) if key_idx else end
-        if value_idx:
-            return Span(start, key_end, self.pos(value_idx[0]), self.pos(value_idx[-1] + 1), False)
+        _, key_last = _known_ends(idx, 0, cut)
+        value_first, value_last = _known_ends(idx, cut + 1, len(idx))
+        key_end = self.pos(key_last + 1) if key_last is not None else end
+        if value_first is not None and value_last is not None:
+            return Span(start, key_end, self.pos(value_first), self.pos(value_last + 1), False)
         return Span(start, key_end, start, key_end, False)
+
+
+def _known_ends(idx: Any, lo: int, hi: int) -> tuple[int | None, int | None]:
+    """The first and last source index (>= 0) of ``idx[lo:hi]``, scanning in from each end
+    (a list of every known index of a 4 MB word cost 150 MB)."""
+    first = next((idx[k] for k in range(lo, hi) if idx[k] >= 0), None)
+    if first is None:
+        return None, None
+    last = next(idx[k] for k in range(hi - 1, lo - 1, -1) if idx[k] >= 0)
+    return first, last
 
 
 # --- branches ----------------------------------------------------------------------------------
@@ -907,8 +922,8 @@ def document(text: str, path: str, had_bom: bool = False) -> LaunchRead | None:
 
 
 def _line(where: _Where, word: Any) -> int:
-    known = [i for i in word.idx if i >= 0]
-    return where.pos(known[0]).line if known else 1
+    first, _ = _known_ends(word.idx, 0, len(word.idx))
+    return where.pos(first).line if first is not None else 1
 
 
 @dataclass
