@@ -378,7 +378,11 @@ def _mapped(word: Any, outer: Any) -> Any:
 
 
 def _classify(script: str, args: list[Any]) -> tuple[str, str]:
-    """What a script is, by its path (and, for run_recipe.py, its arguments)."""
+    """What a script is, by its path (and, for run_recipe.py, its arguments). A "path" past
+    Linux's PATH_MAX (4,096) names no file Python could run: "other", before the patterns
+    (each a search over the word; on a 100 KB word they took 10 s)."""
+    if len(script) > 4096:
+        return "other", ""
     name = script.rsplit("/", 1)[-1]
     words = {a.text.split("=", 1)[0] for a in args}
     performance = "performance/" in script
