@@ -101,6 +101,19 @@ def _cases() -> dict[str, tuple[str, str | None]]:
             SH + "read -r -d '' X <<'EOF'\n" + "line of text\n" * 90_000 + "EOF\n" + RUN,
             None,
         ),
+        # Found by bench/fuzz.py --target scripts (seeds 11 and 21): a 100 KB word ending in
+        # .py (run-mode and classifying searches, 10-31 s) and a 4 MB Bridge command word
+        # (a list of its indexes per span: 474 MB).
+        "long-py-word.sh": (SH + "X=" + "y" * 100_000 + ".py\n" + RUN, None),
+        "bridge-long-script-word.sh": (
+            SH + "python examples/" + "y" * 100_000 + "generate.py --recipe x\n",
+            None,
+        ),
+        "bridge-long-override.sh": (
+            SH + "R=${REX=" + "y" * 1_000_000 + "\ntorchrun scripts/training/run_recipe.py "
+            "--recipe qwen3_30b_a3b_pretrain_config $R}\n",
+            None,
+        ),
         "growing.sh": (
             SH + "A=" + "x" * 100_000 + "\n" + 'A="$A $A"\n' * 200 + RUN,
             "bounds.MAX_BYTES",
