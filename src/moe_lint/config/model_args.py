@@ -192,6 +192,8 @@ def _collapse(value: str) -> str:
     while "  " in value:
         value = value.replace("  ", " ")
     return value.strip(" ")
+
+
 _SPLIT = re.compile(r"\S+")
 
 
