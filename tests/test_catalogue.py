@@ -171,3 +171,43 @@ def test_expressions_cannot_exhaust_resources(tmp_path: Path, when: str) -> None
 def test_syntax_outside_the_whitelist_is_rejected(tmp_path: Path, when: str) -> None:
     with pytest.raises(RulePackError):
         load_pack(pack(tmp_path, when=when), {})
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ("    unstated_severity: info\n", "needs a 'versions' gate"),
+        (
+            '    versions: {transformer-engine: ">=2.15"}\n    unstated_severity: warning\n',
+            r"must be one of \['info'\]",
+        ),
+        (
+            '    versions: {transformer-engine: ">=2.15"}\n    unstated_severity: loud\n',
+            "must be one of",
+        ),
+    ],
+)
+def test_unstated_severity_is_lower_and_gated(tmp_path: Path, extra: str, needle: str) -> None:
+    path = pack(tmp_path)
+    path.write_text(path.read_text().replace("    source: test\n", f"    source: test\n{extra}"))
+    with pytest.raises(RulePackError, match=needle):
+        load_pack(path, {})
+
+
+def test_unstated_severity_applies_until_a_version_is_stated(tmp_path: Path) -> None:
+    path = pack(tmp_path)
+    text = path.read_text().replace("severity: warning", "severity: error")
+    gate = (
+        '    stage: config\n    versions: {transformer-engine: ">=2.15"}\n'
+        "    unstated_severity: warning\n"
+    )
+    path.write_text(text.replace("    source: test\n", f"    source: test\n{gate}"))
+    catalogue = load_catalogue([path], plugins=False)
+    config = "model:\n  context_parallel_size: 16\n"
+    unstated = run_lint(catalogue, config, ["XTR001"]).findings
+    stated = run_lint(catalogue, "# moe-lint: transformer-engine=2.16\n" + config, ["XTR001"])
+    older = run_lint(catalogue, "# moe-lint: transformer-engine=2.14\n" + config, ["XTR001"])
+    assert [f.severity for f in unstated] == ["warning"]
+    assert "transformer-engine not stated" in (unstated[0].derivation or "")
+    assert [f.severity for f in stated.findings] == ["error"]
+    assert older.findings == []

@@ -78,6 +78,22 @@ def test_failing_dump_gets_an_error_for_its_root_cause(
     assert expected[0] in errors, (row["message"], sorted(errors))
 
 
+def test_fp8_attention_under_nvfp4_is_an_error_only_on_te_2_15_and_newer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DeepSeek-V3's VR200 NVFP4 recipe sets fp8_dot_product_attention: accepted at config time
+    and by TE 2.14, refused at the first forward from TE 2.15 (VERDICTS.tsv's note)."""
+    name = "deepseek_v3_pretrain_256gpu_vr200_nvfp4_config.yaml"
+    base = [str(DUMPS / name), "--gpus", "256", "--gpu", "vr200", "--format", "json"]
+    severities = {}
+    for te in (None, "2.14", "2.15"):
+        code = main(base + (["--transformer-engine", te] if te else []))
+        out, _ = capsys.readouterr()
+        found = {f["severity"] for f in json.loads(out) if f["code"] == "FP022"}
+        severities[te] = (code, found)
+    assert severities == {None: (0, {"warning"}), "2.14": (0, set()), "2.15": (1, {"error"})}
+
+
 def test_readme_corpus_report_is_current() -> None:
     assert_tool_current("corpus_report.py")
 

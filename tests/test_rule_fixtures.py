@@ -32,7 +32,7 @@ from moe_lint.output.fix import fix_loop
 
 FIXTURES = REPO / "tests" / "fixtures" / "rules"
 _CASE_KEYS = {"args", "pass", "fail", "expect", "fix", "unsafe", "overrides"}
-_EXPECT_KEYS = {"at", "line", "column", "message", "severity"}
+_EXPECT_KEYS = {"at", "line", "column", "message", "severity", "derivation"}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -85,6 +85,8 @@ def test_rule_case(catalogue: Catalogue, data: dict[str, Any], case: dict[str, A
                 assert want["message"] in finding.message
             if "severity" in want:
                 assert finding.severity == want["severity"]
+            if "derivation" in want:
+                assert want["derivation"] in (finding.derivation or "")
 
     def relint(new_text: str) -> list[Any]:
         again = run_lint(catalogue, new_text, select, case.get("args"), overrides)

@@ -1163,12 +1163,20 @@ def _applies_to_text(rule: Any) -> str:
     return " Runs on: " + " and ".join(_INPUT_KIND_TEXT.get(k, k) for k in kinds) + " only."
 
 
+def _unstated_text(rule: Any) -> str:
+    lower = getattr(rule, "unstated_severity", None)
+    if not lower:
+        return ""
+    gates = ", ".join(f"{package} {spec}" for package, spec in rule.versions)
+    return f" ({lower} until a version is stated: {gates})"
+
+
 def explain_text(rule: Any) -> str:
     docs = rule.docs
     lines = [
         f"# {rule.name} ({rule.code})",
         "",
-        f"Severity: {rule.severity}. Fix: "
+        f"Severity: {rule.severity}{_unstated_text(rule)}. Fix: "
         f"{rule.fix.applicability if rule.fix else 'none'}. Checks: {rule.source}"
         + (
             " (never raises: trains wrongly)."

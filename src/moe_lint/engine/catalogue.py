@@ -42,7 +42,7 @@ from moe_lint.engine.expr import (
     compile_expr,
     compile_template,
 )
-from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES
+from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES, SEVERITY_RANK
 from moe_lint.errors import InputError, RulePackError
 
 ENTRY_POINT_GROUP = "moe_lint.rules"
@@ -51,6 +51,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
     "derivation", "fix", "source", "stage", "docs", "covers", "versions", "applies_to", "modes",
+    "unstated_severity",
 }  # fmt: skip
 #: The inputs a rule may be limited to (``applies_to``): Bridge configs (YAML dumps and
 #: overrides) or Megatron-LM arguments (scripts, MODEL_ARGS files, argument lists). A check
@@ -126,6 +127,10 @@ class Rule(NamedTuple):
     applies_to: tuple[str, ...] = ()
     #: The run modes it applies to (RUN_MODES); empty: every mode.
     modes: tuple[str, ...] = ()
+    #: The severity when a package its ``versions`` gate names is not stated: the gate is then
+    #: judged against that package's newest release, which the user's may predate (None: the
+    #: rule's own severity either way).
+    unstated_severity: str | None = None
 
 
 @dataclass
@@ -352,6 +357,7 @@ def _rule_from_entry(
     ):
         raise RulePackError(f"{where}: 'covers' must be a list of catalogue IDs like PAR-01")
     versions = _versions(entry.get("versions"), where)
+    unstated_severity = _unstated_severity(entry, severity, versions, where)
     applies_to = entry.get("applies_to") or []
     if not isinstance(applies_to, list) or not all(k in INPUT_KINDS for k in applies_to):
         raise RulePackError(f"{where}: 'applies_to' must be a list of {list(INPUT_KINDS)}")
@@ -389,6 +395,7 @@ def _rule_from_entry(
         late_lets=tuple(item for item in lets if item not in _needed_lets(lets, compiled_when)),
         applies_to=tuple(applies_to),
         modes=tuple(modes),
+        unstated_severity=unstated_severity,
     )
 
 
@@ -403,6 +410,21 @@ def _needed_lets(
         if name in needed:
             needed |= compiled.names
     return tuple(item for item in lets if item[0] in needed)
+
+
+def _unstated_severity(
+    entry: dict[str, Any], severity: str, versions: tuple[tuple[str, str], ...], where: str
+) -> str | None:
+    """A lower severity for a version-gated rule when the version is not stated."""
+    raw = entry.get("unstated_severity")
+    if raw is None:
+        return None
+    if not versions:
+        raise RulePackError(f"{where}: 'unstated_severity' needs a 'versions' gate")
+    if raw not in SEVERITIES or SEVERITY_RANK[raw] >= SEVERITY_RANK[severity]:
+        lower = [s for s in SEVERITIES if SEVERITY_RANK[s] < SEVERITY_RANK[severity]]
+        raise RulePackError(f"{where}: 'unstated_severity' must be one of {lower}")
+    return str(raw)
 
 
 def _versions(raw: Any, where: str) -> tuple[tuple[str, str], ...]:

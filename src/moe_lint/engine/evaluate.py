@@ -12,7 +12,7 @@ from moe_lint.analysis.facts import SHOWN
 from moe_lint.bounds import MAX_FINDINGS
 from moe_lint.config.load import format_path, location, parse_path
 from moe_lint.config.normalize import Config
-from moe_lint.config.versions import satisfies, stated_below
+from moe_lint.config.versions import NEWEST_RELEASED, satisfies, stated_below
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.expr import _LEFT as _BUDGET
 from moe_lint.engine.expr import (
@@ -229,10 +229,20 @@ def _finding(
         applicability = rule.fix.applicability
     if rule.fix and applicability != "display-only" and not edits:
         applicability = "display-only"
+    severity = rule.severity
+    unstated = _unstated_packages(rule, ctx)
+    if unstated:
+        severity = rule.unstated_severity or severity
+        note = "; ".join(
+            f"{package} not stated: judged as its newest release {NEWEST_RELEASED[package]}; "
+            f"{rule.severity} (not {severity}) once a version {spec} is stated"
+            for package, spec in unstated
+        )
+        derivation = f"{derivation}; {note}" if derivation else note
     return Finding(
         code=rule.code,
         name=rule.name,
-        severity=rule.severity,
+        severity=severity,
         message=message,
         path=path,
         file=cfg.doc.path,
@@ -328,6 +338,15 @@ def run_rule(rule: Rule, ctx: Context, ev: Evaluator, catalogue: Catalogue) -> l
         if os.environ.get("MOE_LINT_STRICT"):
             raise
         return []
+
+
+def _unstated_packages(rule: Rule, ctx: Context) -> list[tuple[str, str]]:
+    """The version gates of a rule with an ``unstated_severity`` that no version is stated for
+    (the rule then reports at that severity: the user's release may predate the gate)."""
+    if rule.unstated_severity is None:
+        return []
+    versions = ctx.settings.versions if ctx.settings is not None else {}
+    return [(package, spec) for package, spec in rule.versions if versions.get(package) is None]
 
 
 def applies_to_versions(rule: Rule, ctx: Context) -> bool:
