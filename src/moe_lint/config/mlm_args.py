@@ -34,7 +34,7 @@ import yaml
 
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
-from moe_lint.config.mlm_releases import UNSET, MlmArgs, releases
+from moe_lint.config.mlm_releases import UNSET, MlmArgs, py_names, releases
 from moe_lint.config.positions import Pos, Span
 from moe_lint.config.shell import (
     WORD_COST,
@@ -462,19 +462,14 @@ _MAX_PY_WORD = 300
 _PY_STOP = frozenset(" \t\n\r\f\v'\"=;|&")
 
 
+def _in_word(char: str) -> bool:
+    return char not in _PY_STOP
+
+
 def _py_words(line: str) -> list[str]:
-    """The ``*.py`` words of ``line``, in linear time: each ``.py`` is found once and its word
-    read back over at most _MAX_PY_WORD characters (``[^\\s...]+\\.py`` backtracked from
-    every start of a 100 KB word: 30 s)."""
-    out = []
-    for m in re.finditer(r"\.py\b", line):
-        end = m.start()
-        start = end
-        while start > 0 and end - start < _MAX_PY_WORD and line[start - 1] not in _PY_STOP:
-            start -= 1
-        if start < end:
-            out.append(line[start : m.end()])
-    return out
+    """The ``*.py`` words of ``line`` (paths included), read back over at most _MAX_PY_WORD
+    characters."""
+    return [line[a : b + 3] for a, b in py_names(line, _in_word, _MAX_PY_WORD)]
 
 
 _MODULE_FLAG = re.compile(r"(?:^|\s)-m\s+([A-Za-z_][\w.]*)")
