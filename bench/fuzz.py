@@ -420,14 +420,13 @@ def mutate_hf(text: str, rng: random.Random, expect: list[str]) -> str:
 
 
 def _hf_body(data: dict[str, Any]) -> Any:
-    """What the mapper reads: a Llama-4 config's text_config, else the config itself."""
+    """What the mapper reads: the ``text_config`` of an architecture whose model is there
+    (hf_config._TEXT_CONFIG: Llama-4, Qwen3.5, Kimi-K2.5, Gemma-4), else the config itself."""
+    from moe_lint.config.hf_config import _TEXT_CONFIG
+
     archs = data.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs else None
-    if (
-        isinstance(arch, str)
-        and arch.startswith("Llama4")
-        and isinstance(data.get("text_config"), dict)
-    ):
+    if isinstance(arch, str) and arch in _TEXT_CONFIG and isinstance(data.get("text_config"), dict):
         return data["text_config"]
     return data
 

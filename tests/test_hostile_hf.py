@@ -308,3 +308,17 @@ def test_a_hybrid_pattern_counts_its_decoder_layers_as_megatron_core_does(tmp_pa
     assert entry["num_layers"] == 4 and entry["mamba_layer_indices"] == [0, 2]
     assert entry["layer_counts"] == {"mamba": 2, "moe": 1, "attention": 0, "mlp": 1}
     _bounded(["estimate", str(linted), "--model", str(config), *CLUSTER], tmp_path)
+
+
+@pytest.mark.parametrize("bad", [None, ["full_attention"], 3], ids=["null", "list", "int"])
+def test_a_layer_type_that_is_no_name_is_unsupported_as_bridge_says(
+    tmp_path: Path, bad: Any
+) -> None:
+    """Bridge's transformers_compat.py::full_attention_interval_from_hf looks each layer type
+    up and raises "Unsupported attention layer type" on a miss: a null or a list in Qwen3.5's
+    layer_types is one line too, not a KeyError (fuzz --hf seed 51, cases 1685 and 2870)."""
+    data = json.loads((HF / "Qwen--Qwen3.5-27B.json").read_text())
+    data["text_config"]["layer_types"][5] = bad
+    config, _ = _folder(tmp_path, json.dumps(data))
+    with pytest.raises(UsageError, match="Unsupported attention layer type"):
+        hf_config.load(str(config))

@@ -624,8 +624,9 @@ def _full_attention_layout(hf: _Hf) -> list[int] | int:
     types = hf.layer_list("layer_types")
     if types:
         kinds = {"linear_attention": 1, "full_attention": 0}
-        unknown = next((t for t in types if t not in kinds), None)
-        if unknown is not None:
+        unknowns = [t for t in types if not isinstance(t, str) or t not in kinds]
+        if unknowns:
+            unknown = unknowns[0]  # a null (or a list) is as unknown as a misspelt type
             raise UsageError(
                 f"{hf.where}: layer_types: Unsupported attention layer type: "
                 f"{bounded_repr(unknown)} (Bridge transformers_compat.py::"
