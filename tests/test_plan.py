@@ -209,3 +209,60 @@ def test_models_whose_cp_needs_another_transport_plan_without_cp() -> None:
         assert result.shown, model
         assert all(c.plan.cp == 1 for c in result.shown)
         assert code in pruned_lines(result)["cp"]["2"]
+
+
+def test_cp_transports_are_priced_as_te_moves_them() -> None:
+    """Each cp_comm_type's bytes as TE 2.17's context_parallel.py sends them: p2p a ring of
+    K/V hidden behind attention, a2a the Q/K/V/O (and their gradients) all-to-alls, allgather
+    K/V gathered twice and dK/dV reduce-scattered, a2a+p2p the all-to-alls inside the inner
+    group and the ring over the outer ones (DeepSeek-V3, MLA: 40,960 K/V elements a token)."""
+    from dataclasses import replace
+
+    from moe_lint.plan.perf import Model, Plan, _bw, _inside, constants
+    from moe_lint.plan.run import build
+
+    req, *_ = build(Options(model="deepseek-v3", gpu="h100", gpus=(256,), seq=131072))
+    model = Model.build(req.arch, req.hardware, req.seq, req.values)
+    c = next(c for c in model.costs if c.has_attention)
+    assert (c.kv_elems, c.qo_elems) == (40960, 40960)
+    p = Plan(tp=1, pp=8, cp=32, ep=32, etp=1, vpp=4, world=256, mbs=1, gbs=64, seq=131072)
+    hw, tokens = req.hardware, 131072 / 32
+    kv, qkvo = tokens * c.kv_elems * 2, tokens * (c.kv_elems + c.qo_elems) * 2
+    step = float(constants()["calibrated"]["cp_step_us"]) * 1e-6
+    a2a = model._cp(c, replace(p, cp_comm="a2a"), tokens, 0.0)
+    assert a2a == pytest.approx(2 * qkvo * 31 / 32 / _bw(hw, _inside(32, 1, 8), "a2a_nccl"))
+    gather = model._cp(c, replace(p, cp_comm="allgather"), tokens, 1e9)  # nothing hides it
+    assert gather == pytest.approx(3 * 31 * kv / _bw(hw, _inside(32, 1, 8), "ring"))
+    ring = model._cp(c, p, tokens, 0.0)
+    assert ring == pytest.approx(3 * 31 * kv / _bw(hw, _inside(32, 1, 8), "p2p") + 6 * 31 * step)
+    hier = model._cp(c, replace(p, cp_comm="a2a+p2p", cp_a2a=8), tokens, 1e9)
+    a2a_8 = 2 * qkvo * 7 / 8 / _bw(hw, _inside(8, 1, 8), "a2a_nccl")
+    assert hier == pytest.approx(a2a_8 + 6 * 3 * step)  # the 4-rank ring hidden, its steps not
+
+
+def test_a_stated_cp_transport_is_planned_with_and_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A base config's a2a+p2p with hierarchical sizes is timed as such and each plan writes
+    sizes whose product is its CP (a stale list answered "no layout fits": every emitted plan
+    failed the product check)."""
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import lint_text
+    from moe_lint.plan.emit import emit_text
+    from moe_lint.plan.run import build
+
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        "# moe-lint: model=qwen3-30b-a3b\nmodel:\n  context_parallel_size: 4\n"
+        "  cp_comm_type: a2a+p2p\n  hierarchical_context_parallel_sizes: [2, 2]\n"
+    )
+    opts = Options(model=str(base), gpu="h100", gpus=(16,), seq=32768, gbs=64, top=3,
+                   fixed={"cp": 4})  # fmt: skip
+    result = run(opts)
+    assert result.shown
+    _, fs, is_yaml, mixed = build(opts)
+    catalogue = load_catalogue()
+    for rank, cand in enumerate(result.shown, 1):
+        assert (cand.plan.cp, cand.plan.cp_comm, cand.plan.cp_a2a) == (4, "a2a+p2p", 2)
+        text = emit_text(result.request, cand, "", fs, is_yaml, mixed, base.read_text(), rank)
+        assert "hierarchical_context_parallel_sizes:\n  - 2\n  - 2" in text
+        findings = lint_text(text, catalogue, path="plan.yaml").findings
+        assert not [f for f in findings if f.severity == "error"], text

@@ -94,6 +94,10 @@ class Plan:
     grad_fp32: bool = False
     param_gather_bytes: float = 2.0
     layout: tuple[tuple[int, ...], ...] | None = None  # layers per virtual stage, if uneven
+    #: cp_comm_type: p2p | a2a | allgather | a2a+p2p (each priced as TE sends it)
+    cp_comm: str = "p2p"
+    #: a2a+p2p: the inner (all-to-all) size, hierarchical_context_parallel_sizes[0]
+    cp_a2a: int = 1
 
     @property
     def dp(self) -> int:
@@ -169,12 +173,15 @@ class LayerCost:
     moe: bool
     has_attention: bool
     kv_elems: float  # K and V elements per token the CP ring exchanges (all heads)
+    qo_elems: float = 0.0  # Q and output elements per token (all heads): the a2a transport's rest
 
 
-def _attention_core(arch: Arch, mixer: str, seq: int, window: int | None) -> tuple[float, float]:
-    """Forward core-attention FLOPs per token (causal: half the keys) and K+V elements."""
+def _attention_core(
+    arch: Arch, mixer: str, seq: int, window: int | None
+) -> tuple[float, float, float]:
+    """Forward core-attention FLOPs per token (causal: half the keys), K+V and Q+O elements."""
     if mixer in ("gdn", "mamba", "none"):
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     heads = arch.num_attention_heads
     context = (
         seq / 2 if window is None or window >= seq else window - window * (window - 1) / (2 * seq)
@@ -184,10 +191,11 @@ def _attention_core(arch: Arch, mixer: str, seq: int, window: int | None) -> tup
         v = heads * arch.v_head_dim
         if mixer == "dsa":
             context = min(context, float(arch.dsa_indexer_topk))
-        return 2 * context * (qk + v), float(qk + v)
+        # MLA's core attention sees full per-head K (qk) and V, and Q of K's width
+        return 2 * context * (qk + v), float(qk + v), float(qk + v)
     q = heads * arch.kv_channels
     kv = 2 * arch.num_query_groups * arch.kv_channels
-    return 2 * context * 2 * q, float(kv)
+    return 2 * context * 2 * q, float(kv), float(2 * q)
 
 
 def layer_costs(arch: Arch, seq: int, windows: Mapping[int, int] | None = None) -> list[LayerCost]:
@@ -197,7 +205,7 @@ def layer_costs(arch: Arch, seq: int, windows: Mapping[int, int] | None = None) 
     mtp = [_mtp_params(arch)] * arch.mtp_num_layers
     for lp in (*params, *mtp):
         window = (windows or {}).get(lp.index)
-        core, kv = _attention_core(arch, lp.mixer, seq, window)
+        core, kv, qo = _attention_core(arch, lp.mixer, seq, window)
         out.append(
             LayerCost(
                 attn_proj=2.0 * lp.attention.total,
@@ -208,6 +216,7 @@ def layer_costs(arch: Arch, seq: int, windows: Mapping[int, int] | None = None) 
                 moe=lp.ffn == "moe",
                 has_attention=core > 0,
                 kv_elems=kv,
+                qo_elems=qo,
             )
         )
     return out
@@ -360,14 +369,8 @@ class Model:
             vol = 3 * blocks * 2 * size * (p.tp - 1) / p.tp
             t = vol / _bw(hw, _inside(p.tp, 1, hw.domain), "ring")
             b.tp += weight * t * (x["tp_with_overlap"] if p.tp_overlap else x["tp_without_overlap"])
-        # CP ring: K/V of the shard to CP-1 peers (×3 fwd+bwd), hidden behind attention
         if p.cp > 1 and c.has_attention:
-            vol = 3 * (p.cp - 1) * tokens * (c.kv_elems / p.tp) * 2
-            t = vol / _bw(hw, _inside(p.cp, p.tp, hw.domain), "p2p")
-            hide = 3 * t_attn * float(x["cp_p2p_hidden_by_attention"])
-            # each ring step is its own attention kernel and send/recv pair (forward + backward)
-            steps = 3 * 2 * (p.cp - 1) * float(k["cp_step_us"]) * 1e-6
-            b.cp += weight * (max(0.0, t - hide) + steps)
+            b.cp += weight * self._cp(c, p, tokens, t_attn)
         # EP: dispatch + combine, forward and backward (4 all-to-alls)
         if c.moe and p.ep * p.etp > 1:
             disp_bytes = 2.0
@@ -388,6 +391,43 @@ class Model:
             elif p.shared_expert_overlap:
                 t *= x["ep_shared_expert_overlap"]
             b.ep += weight * t
+
+    def _cp(self, c: LayerCost, p: Plan, tokens: float, t_attn: float) -> float:
+        """Seconds of one layer's context-parallel traffic, forward and backward, as TE
+        (2.17, attention/dot_product_attention/context_parallel.py) moves it; ``tokens`` is
+        this rank's sequence shard, each element 2 B.
+
+        - p2p (AttnFuncWithCPAndKVP2P): a ring of CP steps, K/V to the next rank each step
+          (CP − 1 sends forward, K/V and dK/dV backward: 3 (CP − 1) shards), hidden behind
+          attention; each step is its own kernel and send/recv pair (``cp_step_us``).
+        - a2a (AttnFuncWithCPAndQKVOA2A): all-to-alls of Q, K, V before attention and of the
+          output after, and of dO, dQ, dK, dV in backward, each (CP − 1)/CP of the rank's
+          tensor; nothing hides them.
+        - a2a+p2p (the P2P class with hierarchical groups): those all-to-alls inside the inner
+          group of ``cp_a2a`` ranks, then the ring over the CP / cp_a2a outer groups, on
+          1/cp_a2a of the heads of cp_a2a times the sequence (the same K/V bytes per step).
+        - allgather (AttnFuncWithCPAndKVAllGather): K and V all-gathered before attention,
+          gathered again in backward, dK and dV reduce-scattered: 3 (CP − 1) shards of K/V,
+          before the attention they feed, so exposed.
+        """
+        hw, k, x = self.hw, constants()["calibrated"], constants()["exposed"]
+        kv = tokens * (c.kv_elems / p.tp) * 2
+        if p.cp_comm == "allgather":
+            return 3 * (p.cp - 1) * kv / _bw(hw, _inside(p.cp, p.tp, hw.domain), "ring")
+        inner = p.cp if p.cp_comm == "a2a" else p.cp_a2a if p.cp_comm == "a2a+p2p" else 1
+        ring = p.cp // max(1, inner)
+        t = 0.0
+        if inner > 1:
+            qkvo = tokens * ((c.kv_elems + c.qo_elems) / p.tp) * 2
+            vol = 2 * qkvo * (inner - 1) / inner
+            t += vol / _bw(hw, _inside(inner, p.tp, hw.domain), "a2a_nccl")
+        if ring > 1:
+            vol = 3 * (ring - 1) * kv
+            ring_t = vol / _bw(hw, _inside(ring, p.tp * inner, hw.domain), "p2p")
+            hide = 3 * t_attn * float(x["cp_p2p_hidden_by_attention"])
+            steps = 3 * 2 * (ring - 1) * float(k["cp_step_us"]) * 1e-6
+            t += max(0.0, ring_t - hide) + steps
+        return t
 
     def _recompute(
         self,
@@ -430,6 +470,8 @@ class Model:
             id(c),
             p.tp,
             p.cp,
+            p.cp_comm,
+            p.cp_a2a,
             p.ep,
             p.etp,
             p.mbs,

@@ -30,7 +30,7 @@ from typing import Any
 from moe_lint.analysis.params import Arch
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
-from moe_lint.plan.space import layout_counts
+from moe_lint.plan.space import cp_transport_of, layout_counts
 
 #: The dimensions the search varies, in report order.
 DIMENSIONS = ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs", "dispatcher", "recompute", "offload")
@@ -417,6 +417,8 @@ def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Pla
         shared_expert_overlap=flags.get("shared_expert_overlap", False),
         dp_overlap=flags.get("dp_overlap", True),
         cuda_graphs=flags.get("cuda_graphs", False),
+        cp_comm=cp_transport_of(req.values, lay["cp"])[0],
+        cp_a2a=cp_transport_of(req.values, lay["cp"])[1],
         grad_fp32=flags.get("grad_fp32", False),
         param_gather_bytes=1.0
         if flags.get("fp8_param_gather") and req.precision != "bf16"
@@ -543,6 +545,11 @@ def plan_values(req: Request, p: Plan) -> dict[str, Any]:
         else:
             out["model.moe_token_dispatcher_type"] = p.dispatcher
             out["model.moe_flex_dispatcher_backend"] = None
+    if p.cp_comm == "a2a+p2p":
+        # the stated sizes, re-split for this CP (a stale product is ATT rule's startup error)
+        out["model.hierarchical_context_parallel_sizes"] = (
+            [p.cp_a2a, p.cp // p.cp_a2a] if p.cp > 1 else None
+        )
     out["optimizer.optimizer_cpu_offload"] = p.offload > 0
     out["optimizer.optimizer_offload_fraction"] = p.offload if p.offload > 0 else 1.0
     return out

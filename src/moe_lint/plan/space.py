@@ -7,6 +7,7 @@ plan go through the one performance model.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -46,6 +47,31 @@ def dispatcher_of(values: Mapping[str, Any]) -> str:
             backend = backend or "deepep"
         return str(backend or "deepep")
     return kind
+
+
+CP_TRANSPORTS = ("p2p", "a2a", "allgather", "a2a+p2p")
+
+
+def cp_transport_of(values: Mapping[str, Any], cp: int) -> tuple[str, int]:
+    """(cp_comm_type, inner all-to-all size) the config runs CP with at ``cp`` ranks.
+
+    Unset is p2p (TransformerConfig's default). A per-layer list is read when every layer names
+    the same transport; a mixed list is timed as its most common one. For a2a+p2p the inner
+    size is ``hierarchical_context_parallel_sizes[0]`` (the a2a group, TE's cp_group[0]); at
+    another CP the stated inner size is kept where it divides CP (else their gcd), and emit
+    writes the matching sizes, so a plan never carries a stale list.
+    """
+    raw = values.get("model.cp_comm_type")
+    if isinstance(raw, list) and raw:
+        names = [str(r) for r in raw]
+        raw = max(sorted(set(names)), key=names.count)
+    kind = str(raw) if raw in CP_TRANSPORTS else "p2p"
+    if kind != "a2a+p2p":
+        return kind, 1
+    sizes = values.get("model.hierarchical_context_parallel_sizes")
+    inner = sizes[0] if isinstance(sizes, list) and sizes and isinstance(sizes[0], int) else 1
+    inner = math.gcd(max(1, inner), max(1, cp))
+    return kind, inner
 
 
 def _flag(values: Mapping[str, Any], *keys: str) -> bool:
@@ -112,4 +138,6 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         grad_fp32=bool(mixed_value(values, "grad_reduce_in_fp32")),
         param_gather_bytes=param_gather,
         layout=layout_of(values),
+        cp_comm=cp_transport_of(values, int(facts["cp"]))[0],
+        cp_a2a=cp_transport_of(values, int(facts["cp"]))[1],
     )
