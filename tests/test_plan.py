@@ -266,3 +266,24 @@ def test_a_stated_cp_transport_is_planned_with_and_written(tmp_path) -> None:  #
         assert "hierarchical_context_parallel_sizes:\n  - 2\n  - 2" in text
         findings = lint_text(text, catalogue, path="plan.yaml").findings
         assert not [f for f in findings if f.severity == "error"], text
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8-blockwise"])
+def test_plan_memory_is_what_estimate_says_for_the_emitted_file(precision: str) -> None:
+    """The plan's memory is the estimate of the file --emit writes, to the byte: with an FP8
+    recipe the plan had dropped model.fp8 (which the recipe sets) and so the FP8 activation
+    term, 1.5 GiB under `moe-lint estimate` on this run."""
+    import moe_lint
+    from moe_lint.plan.emit import emit_text
+    from moe_lint.plan.run import build
+
+    opts = Options(model="qwen3-30b-a3b", gpu="h100", gpus=(16,), seq=8192, gbs=256,
+                   precision=precision, top=3)  # fmt: skip
+    result = run(opts)
+    _, fs, is_yaml, mixed = build(opts)
+    assert result.shown
+    for rank, cand in enumerate(result.shown, 1):
+        text = emit_text(result.request, cand, "qwen3-30b-a3b", fs, is_yaml, mixed, "", rank)
+        est = moe_lint.estimate(text=text, filename="plan.yaml")
+        assert est.total_gib == pytest.approx(cand.memory_gib, abs=1e-9), (precision, rank)
+        assert est.lower_bound_gib == pytest.approx(cand.lower_gib, abs=1e-9)

@@ -91,6 +91,17 @@ MP_RECIPES: dict[str, dict[str, Any]] = {
 DEFAULT_RECIPE = "bf16_mixed"
 
 
+#: The model fields a mixed-precision recipe overwrites (MixedPrecisionConfig.setup).
+PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
+
+
+def model_precision(name: str) -> dict[str, Any] | None:
+    """``model.<field>`` -> value for the PRECISION_FIELDS a named recipe sets (None: unknown
+    name): what ``normalize`` writes over a file's model section for ``mixed_precision: NAME``."""
+    values = recipe_values(name)
+    return None if values is None else {f"model.{k}": values[k] for k in PRECISION_FIELDS}
+
+
 def recipe_values(name: str) -> dict[str, Any] | None:
     """Every MixedPrecisionConfig field as a registered recipe leaves it (None: unknown name)."""
     changes = MP_RECIPES.get(name.replace("-", "_"))

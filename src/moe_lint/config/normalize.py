@@ -21,7 +21,7 @@ from moe_lint.config import fields
 from moe_lint.config.fields import UNKNOWN
 from moe_lint.config.forms import NotBridgeConfig, detect_root
 from moe_lint.config.load import ConfigPath, Document, format_path, parse_path
-from moe_lint.config.mixed_precision import recipe_values
+from moe_lint.config.mixed_precision import PRECISION_FIELDS, recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 from moe_lint.config.validate import TypeProblem, validate_section
 from moe_lint.config.versions import below, effective_version, parse_version
@@ -41,9 +41,6 @@ _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 #: The precision fields a mixed_precision recipe or block sets on the model that the rules read
 #: as ``model.<field>`` (the recipes themselves: moe_lint.config.mixed_precision).
-_PRECISION_FIELDS = ("bf16", "fp16", "fp8", "fp8_recipe", "fp4")
-
-
 @dataclass
 class Config:
     """The normalized config: what the rules and derivations see."""
@@ -568,15 +565,15 @@ def _apply_framework_rules(cfg: Config) -> None:
         if recipe is None:
             cfg.type_problems.append(TypeProblem("mixed_precision", _unknown_recipe(mp), mp))
             # The run stops before any of them is set: no rule may judge them.
-            for key in _PRECISION_FIELDS:
+            for key in PRECISION_FIELDS:
                 cfg.values.pop(f"model.{key}", None)
                 cfg.unknown.add(f"model.{key}")
         else:
-            resolved = {k: recipe[k] for k in _PRECISION_FIELDS}
+            resolved = {k: recipe[k] for k in PRECISION_FIELDS}
     elif isinstance(mp, dict):
         resolved = {
             k: v.get(f"mixed_precision.{k}")
-            for k in _PRECISION_FIELDS
+            for k in PRECISION_FIELDS
             if cfg.origin.get(f"mixed_precision.{k}") in ("file", "override")
         }
     if resolved:

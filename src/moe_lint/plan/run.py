@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from moe_lint.config.mixed_precision import model_precision
 from moe_lint.config.overrides import parse_override
 from moe_lint.errors import InputError, UsageError
 from moe_lint.plan import args as plan_args
@@ -162,6 +163,9 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
             if not k.startswith("mixed_precision.") and k not in ("model.fp8", "model.fp4")
         }
         values["mixed_precision"] = mixed
+        # the recipe's precision over the model's, as normalize writes it for the emitted file
+        # (the memory model reads model.fp8: without it FP8 activations went uncounted)
+        values.update(model_precision(mixed) or {})
     base_plan = plan_from_values(values, {**plain, "seq": seq, "gbs": gbs})
     flags = {
         "tp_overlap": base_plan.tp_overlap,
