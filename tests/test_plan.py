@@ -287,3 +287,32 @@ def test_plan_memory_is_what_estimate_says_for_the_emitted_file(precision: str) 
         est = moe_lint.estimate(text=text, filename="plan.yaml")
         assert est.total_gib == pytest.approx(cand.memory_gib, abs=1e-9), (precision, rank)
         assert est.lower_bound_gib == pytest.approx(cand.lower_gib, abs=1e-9)
+
+
+def test_terminal_table_fits_80_columns_and_marks_what_may_not_fit(small) -> None:  # type: ignore[no-untyped-def]
+    """On an 80-column terminal every layout column is shown (rich had blanked TP/PP/CP/EP/DP
+    below ~150 columns) and a plan that may not fit keeps its '!' (it was only coloured)."""
+    import io
+
+    from rich.console import Console
+
+    from moe_lint.plan import report
+
+    buf = io.StringIO()
+    real = Console.__init__
+
+    def narrow(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real(self, *args, **{**kwargs, "width": 80})
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Console, "__init__", narrow)
+        report.to_rich(small, buf)
+    lines = buf.getvalue().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("# TP "))
+    rows = lines[head + 1 : head + 1 + len(small.shown)]
+    assert all(len(line) <= 80 for line in lines[head : head + 1 + len(small.shown)])
+    for row, cand in zip(rows, small.shown, strict=True):
+        cells = row.split()
+        p = cand.plan
+        assert cells[1:6] == [str(p.tp), f"{p.pp}×{p.vpp}", str(p.cp), str(p.ep), str(p.dp)]
+        assert cells[-3].endswith("!") == (cand.verdict != "fits"), row

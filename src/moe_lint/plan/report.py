@@ -225,6 +225,35 @@ def to_text(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The terminal table's short dispatcher names (the full names are in the text and JSON).
+_DISPATCH = {"alltoall": "a2a", "allgather": "ag", "deepep": "deepep", "hybridep": "hybrid"}
+
+
+def _terminal_rows(shown: list[Candidate]) -> tuple[list[str], list[list[str]]]:
+    """Heads and cells of the terminal table, narrow enough for 80 columns: PP×VPP and
+    MBS×micro-batches share a column, GPUs and ETP appear only when a plan varies them, the
+    recompute set is shortened, and a plan that may not fit ends its memory cell with '!'."""
+    gpus = len({c.plan.world for c in shown}) > 1
+    etp = any(c.plan.etp > 1 for c in shown)
+    heads = ["#", *(["GPUs"] if gpus else []), "TP", "PP×V", "CP", "EP", *(["ETP"] if etp else []),
+             "DP", "MBS×M", "recompute", "off", "disp", "GiB", "s/step", "tok/s"]  # fmt: skip
+    rows = []
+    for i, c in enumerate(shown):
+        p, pred = c.plan, c.prediction
+        recompute = _recompute(c)
+        if len(recompute) > 11:
+            recompute = recompute[:10] + "…"
+        rows.append([
+            str(i + 1), *([str(p.world)] if gpus else []), str(p.tp), f"{p.pp}×{p.vpp}",
+            str(p.cp), str(p.ep), *([str(p.etp)] if etp else []), str(p.dp),
+            f"{p.mbs}×{p.microbatches}", recompute, f"{p.offload:g}",
+            _DISPATCH.get(p.dispatcher, p.dispatcher),
+            _memory_cell(c) + ("" if c.verdict == "fits" else "!"),
+            f"{pred.step_s:.2f}", f"{pred.tokens_per_s_per_gpu:.0f}",
+        ])  # fmt: skip
+    return heads, rows
+
+
 def to_rich(result: Result, stream: Any) -> None:
     """The same report on a terminal: the plans as a rich table, the rest as plain lines
     (Text objects, never markup: a config value cannot inject styles)."""
@@ -236,28 +265,22 @@ def to_rich(result: Result, stream: Any) -> None:
     console = Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
     text = to_text(result).splitlines()
     console.print(Text(text[0], style="bold"))
-    table = Table(show_edge=False, pad_edge=False)
-    heads = ("#", "GPUs", "TP", "PP", "VPP", "CP", "EP", "ETP", "DP", "MBS", "M", "recompute",
-             "off", "dispatch", "GiB low/mid/usable", "s/step", "tok/s/GPU")  # fmt: skip
-    for head in heads:
-        table.add_column(head, justify="left" if head in ("recompute", "dispatch") else "right",
-                         no_wrap=True)  # fmt: skip
     shown = result.shown
+    heads, rows = _terminal_rows(shown)
+    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold")
+    for head in heads:
+        table.add_column(head, justify="left" if head in ("recompute", "disp") else "right",
+                         no_wrap=True)  # fmt: skip
     notes: list[str] = []
-    for i, c in enumerate(shown):
-        p, pred = c.plan, c.prediction
-        mem = _memory_cell(c)
-        cells = (str(i + 1), str(p.world), str(p.tp), str(p.pp), str(p.vpp), str(p.cp),
-                 str(p.ep), str(p.etp), str(p.dp), str(p.mbs), str(p.microbatches),
-                 _recompute(c), f"{p.offload:g}", p.dispatcher, mem, f"{pred.step_s:.2f}",
-                 f"{pred.tokens_per_s_per_gpu:.0f}")  # fmt: skip
+    for i, (c, cells) in enumerate(zip(shown, rows, strict=True)):
         style = "" if c.verdict == "fits" else "yellow"
         table.add_row(*(Text(cell, style=style) for cell in cells))
-        parts = _shares(pred)
         nxt = f"; vs #{i + 2}: {why_better(c, shown[i + 1])}" if i + 1 < len(shown) else ""
-        notes.append(f"#{i + 1} step: {parts}{nxt}")
+        notes.append(f"#{i + 1} step: {_shares(c.prediction)}{nxt}")
     if shown:
         console.print(table)
+        console.print(Text("GiB: memory lower bound/central/usable; ! may not fit (MEM002)",
+                           style="dim"))  # fmt: skip
         for line in notes:
             console.print(Text(line, style="dim"))
     rest = text[1:]
