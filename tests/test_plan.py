@@ -316,3 +316,26 @@ def test_terminal_table_fits_80_columns_and_marks_what_may_not_fit(small) -> Non
         p = cand.plan
         assert cells[1:6] == [str(p.tp), f"{p.pp}×{p.vpp}", str(p.cp), str(p.ep), str(p.dp)]
         assert cells[-3].endswith("!") == (cand.verdict != "fits"), row
+
+
+def test_safe_shows_no_plan_that_may_not_fit_and_ties_go_to_headroom(small) -> None:  # type: ignore[no-untyped-def]
+    """--safe keeps only plans MEM002 calls "fits" (the 16-GPU run's top three are "may not
+    fit" without it); plans the model cannot tell apart rank fit first, then headroom."""
+    from moe_lint.plan.search import rank_key
+
+    assert any(c.verdict != "fits" for c in small.shown)
+    safe = run(Options(model="qwen3-30b-a3b", gpu="h100", gpus=(16,), seq=8192, gbs=256,
+                       safe=True))  # fmt: skip
+    assert safe.shown and all(c.verdict == "fits" for c in safe.shown)
+    for result in (small, safe):
+        keys = [rank_key(result.request, c) for c in result.shown]
+        assert keys == sorted(keys)
+    ties = [(a, b) for a, b in itertools.pairwise(small.shown)
+            if rank_key(small.request, a)[0] == rank_key(small.request, b)[0]]  # fmt: skip
+    assert ties
+    for a, b in ties:
+        first, second = (
+            (a.verdict != "fits", round(a.memory_gib)),
+            (b.verdict != "fits", round(b.memory_gib)),
+        )
+        assert first <= second

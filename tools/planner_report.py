@@ -480,7 +480,7 @@ def searched() -> list[dict[str, Any]]:
 def render_search() -> str:
     res = searched()
     a = sum(1 for x in res if x["rules"] and x["fits"])
-    # plans within 0.1 % rank the simpler first (search._rank_key): "at least as fast" allows it
+    # plans within 0.1 % rank the simpler first (search.rank_key): "at least as fast" allows it
     d1 = sum(1 for x in res if x["top"] >= x["published"] * 0.999)
     d1k = sum(1 for x in res if x["top"] >= x["planner_knobs"] * 0.999)
     d2 = sum(1 for x in res if x["rank"] <= 10)

@@ -27,6 +27,7 @@ from moe_lint.plan.search import (
     fitting_rungs,
     plan_inputs,
     plan_values,
+    rank_key,
     search,
 )
 from moe_lint.plan.space import plan_from_values, precision_of
@@ -257,6 +258,8 @@ def run(opts: Options, lint_top: bool = True) -> Result:
         req = replace(req, keep=req.keep + len(dropped),
                       exclude=frozenset(c.plan.key() for c, _ in dropped))  # fmt: skip
         shown = []
+    # the every-rank estimate may change a plan's memory and verdict: rank ties again on them
+    shown.sort(key=lambda c: rank_key(req, c))
     lint_s = time.perf_counter() - start
     priors = departures(req, shown, outcome)
     compared = compare(req, shown, outcome, opts.compare) if opts.compare else None
@@ -295,8 +298,8 @@ def _full_check(
     if verdict == "does NOT fit":
         return f"MEM001: rank {est.lower_worst.stage} needs ≥ {cand.lower_gib:.1f} GiB"
     cand.verdict = str(verdict)
-    if opts.safe and cand.memory_gib > est.usable_gib:
-        return f"--safe: central estimate {cand.memory_gib:.1f} GiB"
+    if opts.safe and cand.verdict != "fits":
+        return f"--safe: {cand.verdict}, central estimate {cand.memory_gib:.1f} GiB"
     if lint_top:
         return _lint_error(req, cand, opts, fs, is_yaml, mixed, base_text)
     return None
@@ -450,9 +453,10 @@ def why_better(a: Candidate, b: Candidate) -> str:
     diffs = sorted(((db[k] - da[k], k) for k in da), reverse=True)
     gain = (a.prediction.tokens_per_s_per_gpu / b.prediction.tokens_per_s_per_gpu - 1) * 100
     parts = [f"{_term(k)} −{d:.2f} s" for d, k in diffs[:2] if d > 0.005 * b.prediction.step_s]
+    shown = f"{gain:+.1f}".replace("-0.0", "±0.0").replace("+0.0", "±0.0")
     if not parts:
-        return f"+{gain:.1f} % (within the model's noise)"
-    return f"+{gain:.1f} %: " + ", ".join(parts)
+        return f"{shown} % (within the model's noise: ranked on fit, memory headroom, simplicity)"
+    return f"{shown} %: " + ", ".join(parts)
 
 
 def _term(name: str) -> str:

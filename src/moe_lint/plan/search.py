@@ -594,8 +594,10 @@ def search(req: Request) -> Outcome:
     pruned = _Pruned()
     model = Model.build(req.arch, req.hardware, req.seq, req.values)
     memory = _Memory(req)
-    usable = _usable(req)  # the central estimate within it: "fits"
-    hard = usable * (1.0 + req.margin)  # the lower bound over it: MEM001 ("does NOT fit")
+    hard = _usable(req) * (1.0 + req.margin)  # the lower bound over it: MEM001 ("does NOT fit")
+    # the central estimate within it: "fits"; --safe wants MEM002's "fits" (under the warning
+    # headroom), so that no plan it keeps is one the full check then marks "may not fit"
+    usable = _usable(req) * (1.0 - req.warn) if req.safe else _usable(req)
     ladder = recompute_ladder(req.arch, req.precision, req.fp8_recipe)
     if "recompute" in req.fixed:
         ladder = [tuple(req.fixed["recompute"])]
@@ -694,7 +696,7 @@ def search(req: Request) -> Outcome:
                        else why)  # fmt: skip
             continue
         kept.append(found)
-        kept.sort(key=lambda c: _rank_key(req, c))
+        kept.sort(key=lambda c: rank_key(req, c))
         if len(kept) > req.keep:
             drop = kept.pop()
             _count_kept_out(pruned, drop)
@@ -803,13 +805,15 @@ def _count_kept_out(pruned: _Pruned, c: Candidate) -> None:
     pruned.add(dims, "fits, ranked below the kept plans")
 
 
-def _rank_key(req: Request, c: Candidate) -> tuple[float, ...]:
-    """Best score first; between plans the model cannot tell apart (within 0.1 %), the simpler
+def rank_key(req: Request, c: Candidate) -> tuple[float, ...]:
+    """Best score first; between plans the model cannot tell apart (within 0.1 %), one that
+    fits before one that may not, then more memory headroom (whole GiB), then the simpler
     one: smaller CP, TP, PP, VPP, MBS, EP, then less recompute and offload."""
     p = c.plan
     score = _score(req, c)
     coarse = round(math.log(max(score, 1e-9)) / math.log(1.001)) if score > 0 else score
-    return (-coarse, p.cp, p.tp, p.pp, p.vpp, p.mbs, p.ep, len(p.recompute), p.offload)
+    return (-coarse, c.verdict != "fits", round(c.memory_gib), p.cp, p.tp, p.pp, p.vpp, p.mbs,
+            p.ep, len(p.recompute), p.offload)  # fmt: skip
 
 
 def _score(req: Request, c: Candidate) -> float:
