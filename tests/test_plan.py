@@ -339,3 +339,19 @@ def test_safe_shows_no_plan_that_may_not_fit_and_ties_go_to_headroom(small) -> N
             (b.verdict != "fits", round(b.memory_gib)),
         )
         assert first <= second
+
+
+def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The linter's warnings on a shown plan's emitted YAML come with it (PAR004 when CP
+    squeezes DP to 1), in the text and the JSON."""
+    args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "8", "--seq",
+            "32768", "--gbs", "64", "--set", "cp=8", "--set", "tp=1", "--set", "pp=1",
+            "--top", "1"]  # fmt: skip
+    code, out, err = run_main(capsys, *args, "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)["plans"][0]
+    assert plan["layout"]["dp"] == 1
+    assert [w["code"] for w in plan["warnings"]][:1] == ["PAR004"]
+    assert plan["warnings"][0]["message"].startswith("DP = 1: TP·PP·CP = 1·1·8")
+    code, out, err = run_main(capsys, *args)
+    assert code == 0 and "   PAR004: DP = 1" in out

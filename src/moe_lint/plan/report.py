@@ -53,6 +53,8 @@ def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
         "precision": p.precision,
         "memory_gib": {"lower": c.lower_gib, "central": c.memory_gib, "usable": c.usable_gib},
         "memory_verdict": c.verdict,
+        "cp_comm_type": p.cp_comm,
+        "warnings": [{"code": code, "message": message} for code, message in c.warnings],
         "step_s": pred.step_s,
         "tokens_per_s_per_gpu": pred.tokens_per_s_per_gpu,
         "model_tflops_per_gpu": pred.model_tflops_per_gpu,
@@ -194,6 +196,7 @@ def to_text(result: Result) -> str:
         nxt = shown[i + 1] if i + 1 < len(shown) else None
         beats = f"; vs #{i + 2}: {why_better(c, nxt)}" if nxt else ""
         lines.append(f"   step: {parts}{beats}")
+        lines += [f"   {code}: {message}" for code, message in c.warnings]
     if result.dropped:
         lines += ["", "dropped by the full check (every rank's memory, then the linter):"]
         lines += [f"  {c.plan.key()}: {code}" for c, code in result.dropped]
@@ -277,6 +280,7 @@ def to_rich(result: Result, stream: Any) -> None:
         table.add_row(*(Text(cell, style=style) for cell in cells))
         nxt = f"; vs #{i + 2}: {why_better(c, shown[i + 1])}" if i + 1 < len(shown) else ""
         notes.append(f"#{i + 1} step: {_shares(c.prediction)}{nxt}")
+        notes += [f"#{i + 1} {code}: {message}" for code, message in c.warnings]
     if shown:
         console.print(table)
         console.print(Text("GiB: memory lower bound/central/usable; ! may not fit (MEM002)",

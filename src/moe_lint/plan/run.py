@@ -341,6 +341,13 @@ def _lint_error(
     if result.error:
         return f"exit 2: {result.error}"
     errors = [f for f in result.findings if str(f.severity) in ("error", "Severity.ERROR")]
+    # a shown plan carries what the linter warns of it (PAR004 at DP = 1, ...), but not MEM002,
+    # which its "may not fit" mark already is
+    cand.warnings = tuple(
+        (f.code, f.message)
+        for f in result.findings
+        if f.severity == "warning" and f.code != "MEM002"
+    )
     return errors[0].code if errors else None
 
 

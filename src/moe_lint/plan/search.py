@@ -77,6 +77,8 @@ class Candidate:
     usable_gib: float = 0.0
     layout_text: str | None = None
     verdict: str = "fits"  # or "may not fit": the central estimate is over, the lower bound not
+    #: The linter's warnings on the emitted YAML (code, message), for the plans shown.
+    warnings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
