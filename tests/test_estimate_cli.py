@@ -118,3 +118,15 @@ def test_pyproject_memory_table(
     assert [f["code"] for f in json.loads(out)] == ["MEM002"]  # 73 GiB is within 20% of 79
     (tmp_path / "pyproject.toml").write_text("[tool.moe-lint.memory]\nwarn = 1\n")
     assert run(capsys, "dsv3.yaml")[0] == 2
+
+
+def test_a_gpu_without_memory_data_is_named_not_called_missing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vr200's memory is not sourced in data/gpus.yaml: the header names the GPU and why there
+    is no verdict (it printed "(no --gpu)" though --gpu was given)."""
+    code, out, _ = run(capsys, "estimate", str(DSV3), "--gpu", "vr200")
+    assert code == 0
+    assert out.splitlines()[0].endswith(
+        "(vr200-nvl72: its memory is not in moe-lint's GPU table, no verdict)"
+    )

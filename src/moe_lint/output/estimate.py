@@ -119,7 +119,12 @@ def text_rows(
 ) -> list[list[Segment]]:
     """Styled rows: header, one block per stage, verdict, levers, assumptions."""
     scale = max([est.usable_gib or 0.0] + [s.total_gib for s in est.stages])
-    where = f"{gpu}, {est.usable_gib:.1f} GiB usable" if est.usable_gib is not None else "no --gpu"
+    if est.usable_gib is not None:
+        where = f"{gpu}, {est.usable_gib:.1f} GiB usable"
+    elif gpu:  # a GPU whose memory data/gpus.yaml does not source (vr200-nvl72): say so
+        where = f"{gpu}: its memory is not in moe-lint's GPU table, no verdict"
+    else:
+        where = "no --gpu"
     rows: list[list[Segment]] = [[(f"{path}", "loc"), (f"  ({where})", "dim")], [("", None)]]
     for stage in est.stages:
         marker = "  <- worst" if stage is est.worst else ""
