@@ -1035,7 +1035,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         rate = report["cases_per_second"]
-        print(f"fuzz ({ns.target}): {cases} cases in {wall:.1f} s ({rate} cases/s), "
+        target = "hf" if ns.hf else ns.target
+        print(f"fuzz ({target}): {cases} cases in {wall:.1f} s ({rate} cases/s), "
               f"seed {ns.seed}, {report['seed_files']} seed files")  # fmt: skip
         print(f"failures: {report['failures']} {dict(failures) or ''}".rstrip())
         print(f"slowest case: {slowest:.3f} s CPU (case {slowest_case.get('case')}); "
