@@ -114,6 +114,13 @@ def _cases() -> dict[str, tuple[str, str | None]]:
             "--recipe qwen3_30b_a3b_pretrain_config $R}\n",
             None,
         ),
+        # Seed 53 case 2051: a 4 MB backtick value (unknown characters) split as an
+        # unquoted word; the run-finding regex kept a mark per repeated item (423 MB).
+        "unknown-word-split.sh": (
+            SH + "D=`date +'" + ("y" * 100_000 + "\n") * 40 + "'`\nsrun -l --output=x_$D.log"
+            " sh -c \"python pretrain_gpt.py\"\n",
+            None,
+        ),
         "growing.sh": (
             SH + "A=" + "x" * 100_000 + "\n" + 'A="$A $A"\n' * 200 + RUN,
             "bounds.MAX_BYTES",

@@ -40,7 +40,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
@@ -136,6 +136,28 @@ def _has_unknown(idx: Idx) -> bool:
     return k >= 0
 
 
+def _unknown_runs(idx: array[int]) -> Iterator[tuple[int, int]]:
+    """(start, end) item positions of each run of UNKNOWN_AT in ``idx``, at C speed in time
+    and memory: each run is found with ``bytes.find`` and measured by doubling comparisons.
+    (A ``(?:pattern)+`` regex over the bytes kept a backtracking mark per repetition: 300 MB
+    for one 4 MB unknown word, fuzz --target scripts seed 53 case 2051.)"""
+    data, size, pat = idx.tobytes(), idx.itemsize, _UNKNOWN_BYTES
+    k = data.find(pat)
+    while k >= 0:
+        if k % size:  # not at an item boundary (cannot happen for -1, -2, >= 0)
+            k = data.find(pat, k + 1)
+            continue
+        end, step = k + size, 1
+        while step:
+            if data.startswith(pat * step, end):
+                end += size * step
+                step *= 2
+            else:
+                step //= 2
+        yield k // size, end // size
+        k = data.find(pat, end)
+
+
 def _as_idx(idx: Any) -> Idx:
     if isinstance(idx, range):
         return idx if idx.step == 1 and (not idx or idx.start >= 0) else array("i", idx)
@@ -216,15 +238,9 @@ class _PStr:
         is charged to the expansion budget (WORD_COST and its characters)."""
         mask = self.text
         if self.unresolved:  # unknown characters are word characters
-            data = _as_array(self.idx).tobytes()
-            size = _as_array(self.idx).itemsize
             pieces: list[str] = []
             last = 0
-            for m in _UNKNOWN_RUNS.finditer(data):
-                a, b = m.start(), m.end()
-                if a % size:  # not at an item boundary (cannot happen for -1, -2, >= 0)
-                    continue
-                a, b = a // size, a // size + (b - a) // size
+            for a, b in _unknown_runs(_as_array(self.idx)):
                 pieces.append(mask[last:a])
                 pieces.append("x" * (b - a))
                 last = b
@@ -255,7 +271,6 @@ class _PStr:
 
 
 _WORD = re.compile(r"\S+")
-_UNKNOWN_RUNS = re.compile(b"(?:" + re.escape(_UNKNOWN_BYTES) + b")+")
 
 
 def concat(items: list[_PStr], sep: str = "") -> _PStr:
