@@ -118,7 +118,7 @@ def _cases() -> dict[str, tuple[str, str | None]]:
         # unquoted word; the run-finding regex kept a mark per repeated item (423 MB).
         "unknown-word-split.sh": (
             SH + "D=`date +'" + ("y" * 100_000 + "\n") * 40 + "'`\nsrun -l --output=x_$D.log"
-            " sh -c \"python pretrain_gpt.py\"\n",
+            ' sh -c "python pretrain_gpt.py"\n',
             None,
         ),
         "growing.sh": (
