@@ -617,6 +617,62 @@ def _map_qwen3(hf: _Hf) -> dict[str, Any]:
     return out
 
 
+def _map_qwen2(hf: _Hf) -> dict[str, Any]:
+    """qwen/qwen2_bridge.py::Qwen2Bridge.provider_bridge: RMSNorm, SwiGLU, no linear bias, QKV
+    bias always on (whatever attention_bias says); kv_channels from head_dim when given, else
+    Megatron-Core's hidden/heads."""
+    out = _common(hf)
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True, add_bias_linear=False, add_qkv_bias=True,
+    )  # fmt: skip
+    return out
+
+
+def _map_mimo(hf: _Hf) -> dict[str, Any]:
+    """mimo/mimo_bridge.py::MimoBridge.provider_bridge (a Qwen2Bridge): Qwen2's fields, no q/k
+    layernorm, QKV bias, and ``mtp_num_layers`` from num_nextn_predict_layers (CONFIG_MAPPING;
+    the bridge sets it again when > 0)."""
+    out = _map_qwen2(hf)
+    out.update(qk_layernorm=False, mtp_num_layers=hf.get_int("num_nextn_predict_layers", 0))
+    return out
+
+
+def _map_qwen3_vl(hf: _Hf, moe: bool) -> dict[str, Any]:
+    """qwen_vl/qwen3_vl_bridge.py::Qwen3VLBridge.provider_bridge and ::Qwen3VLMoEBridge.
+    provider_bridge (the ``text_config`` of the VL release; the vision tower is not modelled):
+    hf_config_to_provider_kwargs of text_config, RMSNorm, SwiGLU, QKV bias from
+    attention_bias, no linear bias, q/k layernorm, rotary_base from rope_theta /
+    rope_parameters (transformers_compat.py::rope_theta_from_hf), "mrope", and
+    tie_word_embeddings from the top-level config (default False). MoE: experts num_experts x
+    moe_intermediate_size with num_experts_per_tok, no pre-softmax, every layer MoE (the
+    bridge stores decoder_sparse_step / mlp_only_layers on the provider, but the GPT layer
+    specs build from moe_layer_freq, the provider default 1). Dense: CONFIG_MAPPING's rows
+    only (the dense text config names no experts)."""
+    out = _common(hf)
+    out.update(
+        normalization="RMSNorm", gated_linear_unit=True,
+        add_qkv_bias=bool(hf.get("attention_bias", False)), add_bias_linear=False,
+        qk_layernorm=True, position_embedding_type="mrope",
+        share_embeddings_and_output_weights=bool(hf.get("tie_word_embeddings", False)),
+    )  # fmt: skip
+    if moe:
+        out.update(
+            moe_ffn_hidden_size=hf.need_int("moe_intermediate_size"),
+            num_moe_experts=hf.need_int("num_experts"),
+            moe_router_topk=hf.need_int("num_experts_per_tok"),
+            moe_router_pre_softmax=False, moe_layer_freq=1,
+        )  # fmt: skip
+    return out
+
+
+def _map_qwen3_vl_moe(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen3_vl(hf, moe=True)
+
+
+def _map_qwen3_vl_dense(hf: _Hf) -> dict[str, Any]:
+    return _map_qwen3_vl(hf, moe=False)
+
+
 def _full_attention_layout(hf: _Hf) -> list[int] | int:
     """conversion/transformers_compat.py::full_attention_interval_from_hf: the per-layer
     ``layer_types`` (1 linear, 0 full attention) when listed, else ``full_attention_interval``
@@ -919,6 +975,14 @@ ARCHITECTURES: dict[str, tuple[Callable[[_Hf], dict[str, Any]], str]] = {
         _map_deepseek_v3, "KimiK25VLBridge -> KimiK25VLModelProvider (language model)"
     ),
     "MiniMaxM2ForCausalLM": (_map_minimax_m2, "MiniMaxM2Bridge -> GPTModelProvider"),
+    "Qwen2ForCausalLM": (_map_qwen2, "Qwen2Bridge -> GPTModelProvider"),
+    "MiMoForCausalLM": (_map_mimo, "MimoBridge -> GPTModelProvider"),
+    "Qwen3VLMoeForConditionalGeneration": (
+        _map_qwen3_vl_moe, "Qwen3VLMoEBridge -> Qwen3VLMoEModelProvider (language model)"
+    ),
+    "Qwen3VLForConditionalGeneration": (
+        _map_qwen3_vl_dense, "Qwen3VLBridge -> Qwen3VLModelProvider (language model)"
+    ),
     "Gemma4ForCausalLM": (_map_gemma4, "Gemma4Bridge -> Gemma4ModelProvider"),
     "Gemma4ForConditionalGeneration": (
         _map_gemma4, "Gemma4VLBridge -> Gemma4VLModelProvider (language model)"
@@ -934,6 +998,8 @@ _TEXT_CONFIG: dict[str, dict[str, Any]] = {
     "Llama4ForCausalLM": {},
     "Qwen3_5MoeForConditionalGeneration": {"tie_word_embeddings": False},
     "Qwen3_5ForConditionalGeneration": {"tie_word_embeddings": False},
+    "Qwen3VLMoeForConditionalGeneration": {"tie_word_embeddings": False},
+    "Qwen3VLForConditionalGeneration": {"tie_word_embeddings": False},
     "KimiK25ForConditionalGeneration": {},
     "Gemma4ForConditionalGeneration": {},
 }
@@ -950,7 +1016,6 @@ UNMAPPED: dict[str, str] = {
         arch: _BRIDGE_ONLY.format(where)
         for arch, where in {
             "DeepseekV4ForCausalLM": "deepseek/deepseek_v4_bridge.py::DeepSeekV4Bridge",
-            "Qwen2ForCausalLM": "qwen/qwen2_bridge.py::Qwen2Bridge",
             "MistralForCausalLM": "mistral/mistral_bridge.py::MistralBridge",
             "Mistral3ForConditionalGeneration": "ministral3/ministral3_bridge.py::Ministral3Bridge",
             "GemmaForCausalLM": "gemma/gemma_bridge.py::GemmaBridge",
@@ -959,8 +1024,6 @@ UNMAPPED: dict[str, str] = {
             "Gemma3ForConditionalGeneration": "gemma_vl/gemma3_vl_bridge.py::Gemma3VLBridge",
             "Glm4MoeLiteForCausalLM": "glm/glm47_flash_bridge.py::GLM47FlashBridge",
             "Glm4vMoeForConditionalGeneration": "glm_vl/glm_45v_bridge.py::GLM45VBridge",
-            "Qwen3VLForConditionalGeneration": "qwen_vl/qwen3_vl_bridge.py::Qwen3VLBridge",
-            "Qwen3VLMoeForConditionalGeneration": "qwen_vl/qwen3_vl_bridge.py::Qwen3VLMoEBridge",
             "Qwen2_5_VLForConditionalGeneration": "qwen_vl/qwen25_vl_bridge.py::Qwen25VLBridge",
             "Qwen3OmniMoeForConditionalGeneration": (
                 "qwen_omni/qwen3_omni_bridge.py::Qwen3OmniBridge"
@@ -975,7 +1038,6 @@ UNMAPPED: dict[str, str] = {
             "MiniMaxM3SparseForConditionalGeneration": (
                 "minimax_m3/minimax_m3_bridge.py::MiniMaxM3Bridge"
             ),
-            "MiMoForCausalLM": "mimo/mimo_bridge.py::MimoBridge",
             "MiMoV2FlashForCausalLM": "mimo_v2_flash/mimo_v2_flash_bridge.py::MiMoV2FlashBridge",
             "BailingMoeV2ForCausalLM": "bailing/bailing_moe2_bridge.py::BailingMoeV2Bridge",
             "Ernie4_5_MoeForCausalLM": "ernie/ernie_45_bridge.py::Ernie45Bridge",
