@@ -400,7 +400,7 @@ def test_dense_gemma4_and_deepseek_v32_are_refused_with_the_reason() -> None:
     gemma["text_config"] = {**gemma["text_config"], "enable_moe_block": False}
     with pytest.raises(UsageError, match=r"dense Gemma-4"):
         hf_config.model_entry(gemma, "x")
-    with pytest.raises(UsageError, match=r"Megatron Bridge imports it .*deepseek_v4_bridge\.py"):
+    with pytest.raises(UsageError, match=r"deepseek_v4_bridge\.py.*hyper-connections"):
         hf_config.model_entry({"architectures": ["DeepseekV4ForCausalLM"]}, "x")
 
 
@@ -471,3 +471,14 @@ def test_mimo_and_qwen2_map_as_their_bridges() -> None:
     )
     assert qwen2["bridge"].startswith("Qwen2Bridge") and qwen2["add_qkv_bias"] is True
     assert {k: qwen2[k] for k in expect} == expect
+
+
+def test_every_unmapped_architecture_names_its_bridge_and_reason() -> None:
+    """Each refusal cites the Bridge file it would follow and says what stops the mapping (no
+    generic 'not mapped yet'); nothing is both mapped and refused."""
+    assert not set(hf_config.UNMAPPED) & set(hf_config.ARCHITECTURES)
+    for arch, why in hf_config.UNMAPPED.items():
+        assert "yet" not in why.split(":")[-1] or "not yet added here" in why, (arch, why)
+        if arch != "DeepseekV32ForCausalLM":
+            assert ".py::" in why and "does not map it: " in why, (arch, why)
+            assert len(why.split("does not map it: ", 1)[1]) > 40, (arch, why)
