@@ -1013,6 +1013,7 @@ _UNTESTABLE = (
     "untestable here: no released config.json with a citable source was found offline to "
     "check the mapping and parameter count against"
 )
+_PARTIAL = "Bridge's unit tests feed it partial dicts of the fields it reads, not a release config"
 _NO_TEXT_BRIDGE = "its language model's own bridge is not mapped either"
 _REASONS: dict[str, tuple[str, str]] = {
     "DeepseekV4ForCausalLM": (
@@ -1080,11 +1081,11 @@ _REASONS: dict[str, tuple[str, str]] = {
     "HYV3ForCausalLM": ("hy_v3/hy_v3_bridge.py::HYV3Bridge", _UNTESTABLE),
     "SarvamMoEForCausalLM": (
         "sarvam/sarvam_moe_bridge.py::SarvamMoEBridge",
-        f"{_UNTESTABLE} (Bridge's tests hold Sarvam config dicts, not yet added here)",
+        f"{_UNTESTABLE} ({_PARTIAL})",
     ),
     "SarvamMLAForCausalLM": (
         "sarvam/sarvam_mla_bridge.py::SarvamMLABridge",
-        f"{_UNTESTABLE} (Bridge's tests hold Sarvam config dicts, not yet added here)",
+        f"{_UNTESTABLE} ({_PARTIAL})",
     ),
     "MistralForCausalLM": ("mistral/mistral_bridge.py::MistralBridge", _UNTESTABLE),
     "GemmaForCausalLM": (
