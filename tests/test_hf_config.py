@@ -482,3 +482,17 @@ def test_every_unmapped_architecture_names_its_bridge_and_reason() -> None:
         if arch != "DeepseekV32ForCausalLM":
             assert ".py::" in why and "does not map it: " in why, (arch, why)
             assert len(why.split("does not map it: ", 1)[1]) > 40, (arch, why)
+
+
+def test_a_vl_moe_config_lints_as_its_text_release(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The Qwen3-235B example linted with the Qwen3-VL-235B-A22B config.json: the same findings
+    as with the Qwen3-235B-A22B preset (the same language model, only its RoPE differs)."""
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text(_strip_directive((REPO / "examples" / "qwen3_235b_128k_gb200.yaml").read_text()))
+    cluster = ("--gpus", "128", "--gpu", "gb200")
+    vl = str(HF / "Qwen--Qwen3-VL-235B-A22B-Instruct.json")
+    code_p, preset, _ = _lint(capsys, str(cfg), *cluster, "--model", "qwen3-235b-a22b")
+    code_v, by_vl, _ = _lint(capsys, str(cfg), *cluster, "--model", vl)
+    assert preset and code_p == code_v and _same_findings(preset, by_vl)
