@@ -349,6 +349,12 @@ MODEL_CARDS: dict[str, tuple[float, float, float]] = {
     # The MiMo-7B card states only the name's "7B"; the language model counts 7.62B (7.83B
     # with its one MTP layer), so this checks the scale, not a stated figure.
     "XiaomiMiMo--MiMo-7B-Base.json": (7e9, 7e9, 0.1),
+    # Gemma-3 (Bridge's test configs): the size names; the 4B / 27B names include a 0.4B vision
+    # tower that the language model's count leaves out (3.88B, 27.0B). The Gemma 3 report's
+    # per-size table was not read here.
+    "bridge-tests/Gemma-3-1B.json": (1e9, 1e9, 0.01),
+    "bridge-tests/Gemma-3-4B.json": (4e9, 4e9, 0.05),
+    "bridge-tests/Gemma-3-27B.json": (27e9, 27e9, 0.01),
 }
 
 
@@ -496,3 +502,18 @@ def test_a_vl_moe_config_lints_as_its_text_release(
     code_p, preset, _ = _lint(capsys, str(cfg), *cluster, "--model", "qwen3-235b-a22b")
     code_v, by_vl, _ = _lint(capsys, str(cfg), *cluster, "--model", vl)
     assert preset and code_p == code_v and _same_findings(preset, by_vl)
+
+
+def test_gemma3_maps_as_gemma3_model_bridge() -> None:
+    """Gemma3ModelBridge on Gemma3ModelProvider's defaults: window_size = sliding_window, the
+    provider's 5:1 sliding/full pattern, zero-centred RMSNorm, q/k layernorm, tied embeddings,
+    head_dim as kv_channels; its (local, global) rotary pair is left unset."""
+    small, large = _mapped("bridge-tests/Gemma-3-1B.json"), _mapped("bridge-tests/Gemma-3-27B.json")
+    assert (small["window_size"], large["window_size"]) == (512, 1024)
+    assert (small["kv_channels"], large["kv_channels"]) == (256, 128)
+    assert (large["num_attention_heads"], large["num_query_groups"]) == (32, 16)
+    for got in (small, large):
+        assert got["interleaved_attn_pattern"] == [5, 1] and got["window_attn_skip_freq"] == 6
+        assert got["layernorm_zero_centered_gamma"] and got["qk_layernorm"]
+        assert got["share_embeddings_and_output_weights"] and "rotary_base" not in got
+        assert "num_moe_experts" not in got and got["gated_linear_unit"]
