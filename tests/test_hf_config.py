@@ -346,6 +346,15 @@ MODEL_CARDS: dict[str, tuple[float, float, float]] = {
     "moonshotai--Kimi-K2.5.json": (1.04e12, 32e9, 0.03),  # card: "1T total, 32B activated"
     "MiniMaxAI--MiniMax-M2.7.json": (230e9, 10e9, 0.11),  # 10.0B active without embeddings
     "google--gemma-4-26B-A4B.json": (25.2e9, 3.8e9, 0.02),
+    # The MiMo-7B card states only the name's "7B"; the language model counts 7.62B (7.83B
+    # with its one MTP layer), so this checks the scale, not a stated figure.
+    "XiaomiMiMo--MiMo-7B-Base.json": (7e9, 7e9, 0.1),
+    # Gemma-3 (Bridge's test configs): the size names; the 4B / 27B names include a 0.4B vision
+    # tower that the language model's count leaves out (3.88B, 27.0B). The Gemma 3 report's
+    # per-size table was not read here.
+    "bridge-tests/Gemma-3-1B.json": (1e9, 1e9, 0.01),
+    "bridge-tests/Gemma-3-4B.json": (4e9, 4e9, 0.05),
+    "bridge-tests/Gemma-3-27B.json": (27e9, 27e9, 0.01),
 }
 
 
@@ -397,10 +406,114 @@ def test_dense_gemma4_and_deepseek_v32_are_refused_with_the_reason() -> None:
     gemma["text_config"] = {**gemma["text_config"], "enable_moe_block": False}
     with pytest.raises(UsageError, match=r"dense Gemma-4"):
         hf_config.model_entry(gemma, "x")
-    with pytest.raises(UsageError, match=r"Megatron Bridge imports it .*qwen2_bridge\.py"):
-        hf_config.model_entry({"architectures": ["Qwen2ForCausalLM"]}, "x")
+    with pytest.raises(UsageError, match=r"deepseek_v4_bridge\.py.*hyper-connections"):
+        hf_config.model_entry({"architectures": ["DeepseekV4ForCausalLM"]}, "x")
 
 
 def test_models_path_reads_a_new_architecture(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "models", str(HF / "meta-llama--Meta-Llama-3.1-8B.json"))
     assert code == 0 and "model.num_layers = 32" in out
+
+
+#: Qwen3-VL releases -> the Qwen3 text release (config.json here) whose language model they
+#: carry, and where that release's card figures are checked (a preset's published_params in
+#: models.yaml, or MODEL_CARDS above).
+QWEN3_VL = {
+    "Qwen--Qwen3-VL-30B-A3B-Instruct.json": ("Qwen--Qwen3-30B-A3B.json", "qwen3-30b-a3b"),
+    "Qwen--Qwen3-VL-235B-A22B-Instruct.json": ("Qwen--Qwen3-235B-A22B.json", "qwen3-235b-a22b"),
+    "Qwen--Qwen3-VL-8B-Instruct.json": ("Qwen--Qwen3-8B.json", None),
+    "Qwen--Qwen3-VL-32B-Instruct.json": ("Qwen--Qwen3-32B.json", None),
+}
+
+
+@pytest.mark.parametrize("name", QWEN3_VL, ids=[n.removesuffix(".json") for n in QWEN3_VL])
+def test_qwen3_vl_maps_its_text_model(name: str) -> None:
+    """Qwen3VLBridge / Qwen3VLMoEBridge read text_config (tie_word_embeddings from the top
+    level), mrope, q/k layernorm; MoE: no pre-softmax (the text bridge derives it from
+    norm_topk_prob), every layer MoE. Each text model has the dims of the Qwen3 text release of
+    its size, so it counts what that release counts, within 2 % of that release's card (the
+    Qwen3-VL cards give only the size names, e.g. "30B-A3B")."""
+    text_name, preset = QWEN3_VL[name]
+    vl, text = _mapped(name), _mapped(text_name)
+    arch = (
+        "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+        "num_query_groups", "kv_channels", "num_moe_experts", "moe_router_topk",
+        "moe_ffn_hidden_size", "vocab_size", "add_qkv_bias", "add_bias_linear", "qk_layernorm",
+        "share_embeddings_and_output_weights", "moe_layer_freq",
+    )  # fmt: skip
+    assert {k: vl.get(k) for k in arch} == {k: text.get(k) for k in arch}
+    assert vl["position_embedding_type"] == "mrope" and vl["rotary_base"] == 5_000_000
+    assert "moe_shared_expert_intermediate_size" not in vl
+    assert vl.get("moe_router_pre_softmax") is False
+    ours, theirs = count_params(Arch.from_mapping(vl)), count_params(Arch.from_mapping(text))
+    assert (ours.total, ours.active) == (theirs.total, theirs.active)
+    if preset is None:
+        total, active, tol = MODEL_CARDS[text_name]
+    else:
+        card = model_presets()[preset]["published_params"]
+        total, active, tol = card["total"], card["active"], 0.02
+        assert vl["num_moe_experts"] == 128
+    assert abs(ours.total / total - 1) < tol and abs(ours.active / active - 1) < tol
+
+
+def test_mimo_and_qwen2_map_as_their_bridges() -> None:
+    """MimoBridge is Qwen2Bridge (QKV bias always on, no q/k norm) plus MTP depth; the MiMo file
+    relabelled Qwen2ForCausalLM shows the Qwen2 bridge's fields (its MTP row is
+    CONFIG_MAPPING's, which Qwen2Bridge keeps too)."""
+    data = json.loads((HF / "XiaomiMiMo--MiMo-7B-Base.json").read_text())
+    mimo = _mapped("XiaomiMiMo--MiMo-7B-Base.json")
+    expect = {
+        "num_layers": 36, "hidden_size": 4096, "num_attention_heads": 32, "num_query_groups": 8,
+        "kv_channels": 128, "ffn_hidden_size": 11008, "vocab_size": 151680,
+        "add_qkv_bias": True, "add_bias_linear": False, "qk_layernorm": False,
+        "gated_linear_unit": True, "normalization": "RMSNorm", "mtp_num_layers": 1,
+        "share_embeddings_and_output_weights": False, "rotary_base": 640000,
+    }  # fmt: skip
+    assert {k: mimo[k] for k in expect} == expect and "num_moe_experts" not in mimo
+    got = count_params(Arch.from_mapping(mimo))
+    assert (round(got.total / 1e9, 2), round(got.total_with_mtp / 1e9, 2)) == (7.62, 7.83)
+    qwen2 = hf_config.model_entry(
+        {**data, "architectures": ["Qwen2ForCausalLM"], "attention_bias": False}, "q2"
+    )
+    assert qwen2["bridge"].startswith("Qwen2Bridge") and qwen2["add_qkv_bias"] is True
+    assert {k: qwen2[k] for k in expect} == expect
+
+
+def test_every_unmapped_architecture_names_its_bridge_and_reason() -> None:
+    """Each refusal cites the Bridge file it would follow and says what stops the mapping (no
+    generic 'not mapped yet'); nothing is both mapped and refused."""
+    assert not set(hf_config.UNMAPPED) & set(hf_config.ARCHITECTURES)
+    for arch, why in hf_config.UNMAPPED.items():
+        assert "yet" not in why.split(":")[-1] or "not yet added here" in why, (arch, why)
+        if arch != "DeepseekV32ForCausalLM":
+            assert ".py::" in why and "does not map it: " in why, (arch, why)
+            assert len(why.split("does not map it: ", 1)[1]) > 40, (arch, why)
+
+
+def test_a_vl_moe_config_lints_as_its_text_release(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The Qwen3-235B example linted with the Qwen3-VL-235B-A22B config.json: the same findings
+    as with the Qwen3-235B-A22B preset (the same language model, only its RoPE differs)."""
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text(_strip_directive((REPO / "examples" / "qwen3_235b_128k_gb200.yaml").read_text()))
+    cluster = ("--gpus", "128", "--gpu", "gb200")
+    vl = str(HF / "Qwen--Qwen3-VL-235B-A22B-Instruct.json")
+    code_p, preset, _ = _lint(capsys, str(cfg), *cluster, "--model", "qwen3-235b-a22b")
+    code_v, by_vl, _ = _lint(capsys, str(cfg), *cluster, "--model", vl)
+    assert preset and code_p == code_v and _same_findings(preset, by_vl)
+
+
+def test_gemma3_maps_as_gemma3_model_bridge() -> None:
+    """Gemma3ModelBridge on Gemma3ModelProvider's defaults: window_size = sliding_window, the
+    provider's 5:1 sliding/full pattern, zero-centred RMSNorm, q/k layernorm, tied embeddings,
+    head_dim as kv_channels; its (local, global) rotary pair is left unset."""
+    small, large = _mapped("bridge-tests/Gemma-3-1B.json"), _mapped("bridge-tests/Gemma-3-27B.json")
+    assert (small["window_size"], large["window_size"]) == (512, 1024)
+    assert (small["kv_channels"], large["kv_channels"]) == (256, 128)
+    assert (large["num_attention_heads"], large["num_query_groups"]) == (32, 16)
+    for got in (small, large):
+        assert got["interleaved_attn_pattern"] == [5, 1] and got["window_attn_skip_freq"] == 6
+        assert got["layernorm_zero_centered_gamma"] and got["qk_layernorm"]
+        assert got["share_embeddings_and_output_weights"] and "rotary_base" not in got
+        assert "num_moe_experts" not in got and got["gated_linear_unit"]
