@@ -1037,8 +1037,8 @@ _TEXT_CONFIG: dict[str, dict[str, Any]] = {
 #: be read offline (Hugging Face is not reachable) and Bridge's own unit tests hold no release
 #: config for it, so the mapping would go unchecked; it is left for when one is added.
 _UNTESTABLE = (
-    "untestable here: no released config.json with a citable source was found offline to "
-    "check the mapping and parameter count against"
+    "its fields would fit, but moe-lint bundles no released config.json of it to check the "
+    "mapping and parameter count against, so it is not mapped unchecked"
 )
 _PARTIAL = "Bridge's unit tests feed it partial dicts of the fields it reads, not a release config"
 _NO_TEXT_BRIDGE = "its language model's own bridge is not mapped either"
