@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -345,14 +345,19 @@ def _unstated_packages(rule: Rule, ctx: Context) -> list[tuple[str, str]]:
     (the rule then reports at that severity: the user's release may predate the gate)."""
     if rule.unstated_severity is None:
         return []
-    versions = ctx.settings.versions if ctx.settings is not None else {}
+    versions = _stated_versions(ctx)
     return [(package, spec) for package, spec in rule.versions if versions.get(package) is None]
 
 
 def applies_to_versions(rule: Rule, ctx: Context) -> bool:
     """A version-gated rule runs only for the framework versions it describes."""
-    versions = ctx.settings.versions if ctx.settings is not None else {}
+    versions = _stated_versions(ctx)
     return all(satisfies(versions.get(package), spec, package) for package, spec in rule.versions)
+
+
+def _stated_versions(ctx: Context) -> Mapping[str, Any]:
+    """The framework versions the user stated (directive, CLI, pyproject); none: {}."""
+    return ctx.settings.versions if ctx.settings is not None else {}
 
 
 def run_rules(rules: Iterable[Rule], ctx: Context, catalogue: Catalogue) -> list[Finding]:

@@ -331,7 +331,8 @@ def _lint_error(
     mixed: str | None,
     base_text: str,
 ) -> str | None:
-    """The first error code the linter gives the plan's emitted YAML (None: lints clean)."""
+    """The first error code the linter gives the plan's emitted YAML (None: lints clean); the
+    same lint's warnings are kept on the candidate (``cand.warnings``) for the report."""
     # Lazy: the linter's data path loads only to lint the plans shown.
     from moe_lint.linting import lint_text
     from moe_lint.plan.emit import emit_text

@@ -401,6 +401,7 @@ def _dispatchers(req: Request, ep: int, etp: int, pruned: _Pruned | None = None)
 def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Plan:
     flags = req.base_flags
     layout = layout_for(req, lay["pp"], lay["vpp"])
+    cp_comm, cp_a2a = cp_transport_of(req.values, lay["cp"])
     return Plan(
         tp=lay["tp"],
         pp=lay["pp"],
@@ -419,8 +420,8 @@ def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Pla
         shared_expert_overlap=flags.get("shared_expert_overlap", False),
         dp_overlap=flags.get("dp_overlap", True),
         cuda_graphs=flags.get("cuda_graphs", False),
-        cp_comm=cp_transport_of(req.values, lay["cp"])[0],
-        cp_a2a=cp_transport_of(req.values, lay["cp"])[1],
+        cp_comm=cp_comm,
+        cp_a2a=cp_a2a,
         grad_fp32=flags.get("grad_fp32", False),
         param_gather_bytes=1.0
         if flags.get("fp8_param_gather") and req.precision != "bf16"

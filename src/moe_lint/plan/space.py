@@ -113,6 +113,7 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         and precision != "bf16"
         else 2.0
     )
+    cp_comm, cp_a2a = cp_transport_of(values, int(facts["cp"]))
     return Plan(
         tp=int(facts["tp"]),
         pp=int(facts["pp"]),
@@ -138,6 +139,6 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         grad_fp32=bool(mixed_value(values, "grad_reduce_in_fp32")),
         param_gather_bytes=param_gather,
         layout=layout_of(values),
-        cp_comm=cp_transport_of(values, int(facts["cp"]))[0],
-        cp_a2a=cp_transport_of(values, int(facts["cp"]))[1],
+        cp_comm=cp_comm,
+        cp_a2a=cp_a2a,
     )
