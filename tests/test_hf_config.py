@@ -46,6 +46,7 @@ RELEASED = {
     "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json": "nemotron-3.5-lightning",
     "zai-org--GLM-5.1.json": "glm-5",
     "zai-org--GLM-5.2.json": "glm-5.2",
+    "Qwen--Qwen3-Next-80B-A3B-Thinking.json": "qwen3-next-80b-a3b",
     "bridge-tests/Qwen3-Next-80B-A3B.json": "qwen3-next-80b-a3b",
     "bridge-tests/OLMoE-1B-7B.json": "olmoe-1b-7b",
     "bridge-tests/GLM-4.5.json": "glm-4.5",
@@ -355,6 +356,9 @@ MODEL_CARDS: dict[str, tuple[float, float, float]] = {
     "bridge-tests/Gemma-3-1B.json": (1e9, 1e9, 0.01),
     "bridge-tests/Gemma-3-4B.json": (4e9, 4e9, 0.05),
     "bridge-tests/Gemma-3-27B.json": (27e9, 27e9, 0.01),
+    # GLM-4.7-Flash's card: "a 30B-A3B MoE model"; 3.90B active with its two untied
+    # vocabulary matrices, 3.26B without (test_glm47_flash_maps_as_deepseek_v3_mla).
+    "zai-org--GLM-4.7-Flash.json": (30e9, 3.9e9, 0.01),
 }
 
 
@@ -517,3 +521,24 @@ def test_gemma3_maps_as_gemma3_model_bridge() -> None:
         assert got["layernorm_zero_centered_gamma"] and got["qk_layernorm"]
         assert got["share_embeddings_and_output_weights"] and "rotary_base" not in got
         assert "num_moe_experts" not in got and got["gated_linear_unit"]
+
+
+def test_glm47_flash_maps_as_deepseek_v3_mla() -> None:
+    """GLM47FlashBridge.provider_bridge: DeepSeek-V3's MLA and sigmoid router, one dense layer
+    then MoE, one shared expert of moe_intermediate_size, the generic vocabulary padding (not
+    DeepSeekV3Bridge's 1280). The card's "A3B" is the active count without embeddings."""
+    mapped = _mapped("zai-org--GLM-4.7-Flash.json")
+    assert mapped["multi_latent_attention"] and mapped["moe_router_score_function"] == "sigmoid"
+    assert mapped["moe_layer_freq"] == "([0]*1+[1]*46)"
+    assert mapped["moe_shared_expert_intermediate_size"] == 1536
+    assert mapped["make_vocab_size_divisible_by"] == 128
+    assert "kv_channels" not in mapped  # head_dim is not read by MLA
+    got = count_params(Arch.from_mapping(mapped))
+    vocab = 2 * mapped["vocab_size"] * mapped["hidden_size"]
+    assert round((got.active - vocab) / 1e9) == 3
+    # Without first_k_dense_replace / n_shared_experts the bridge's defaults (1, 1) apply.
+    data = json.loads((HF / "zai-org--GLM-4.7-Flash.json").read_text())
+    del data["first_k_dense_replace"], data["n_shared_experts"]
+    default = hf_config.model_entry(data, "glm")
+    assert default["moe_layer_freq"] == mapped["moe_layer_freq"]
+    assert default["moe_shared_expert_intermediate_size"] == 1536

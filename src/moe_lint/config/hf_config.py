@@ -396,6 +396,22 @@ def _map_deepseek_v2(hf: _Hf) -> dict[str, Any]:
     return out
 
 
+def _map_glm47_flash(hf: _Hf) -> dict[str, Any]:
+    """glm/glm47_flash_bridge.py::GLM47FlashBridge.provider_bridge: DeepSeek-V3's MLA layer
+    with GLM routing (sigmoid, pre-softmax, expert bias), the same fields DeepSeekV3Bridge sets,
+    but ``first_k_dense_replace`` and ``n_shared_experts`` default to 1 when the config omits
+    them, the vocabulary is padded by the generic rule (no 1280), and MTP is the stated
+    ``num_nextn_predict_layers`` (none when unstated)."""
+    data = dict(hf.data)
+    data.setdefault("first_k_dense_replace", 1)
+    data.setdefault("n_shared_experts", 1)
+    out = _map_deepseek(_Hf(data, hf.where), v3=True)
+    vocab = out.get("vocab_size")
+    if isinstance(vocab, int) and vocab > 0:
+        out["make_vocab_size_divisible_by"] = _divisible_by(vocab)
+    return out
+
+
 def _map_qwen3_moe(hf: _Hf) -> dict[str, Any]:
     """qwen/qwen3_moe_bridge.py::Qwen3MoEBridge.provider_bridge: RMSNorm, SwiGLU, no biases,
     q/k layernorm, ``moe_router_pre_softmax = not norm_topk_prob``."""
@@ -982,6 +998,7 @@ ARCHITECTURES: dict[str, tuple[Callable[[_Hf], dict[str, Any]], str]] = {
     "GptOssForCausalLM": (_map_gpt_oss, "GPTOSSBridge -> GPTModelProvider"),
     "Glm4MoeForCausalLM": (_map_glm45, "GLM45Bridge -> GPTModelProvider"),
     "GlmMoeDsaForCausalLM": (_map_glm5, "GLM5Bridge -> MLAModelProvider"),
+    "Glm4MoeLiteForCausalLM": (_map_glm47_flash, "GLM47FlashBridge -> MLAModelProvider"),
     "MixtralForCausalLM": (_map_mixtral, ""),
     "Llama4ForConditionalGeneration": (_map_llama4, ""),
     "Llama4ForCausalLM": (_map_llama4, ""),
@@ -1085,11 +1102,6 @@ _REASONS: dict[str, tuple[str, str]] = {
     "Step3p7ForConditionalGeneration": (
         "stepfun/step37_bridge.py::Step37Bridge",
         f"a VL release of the Step3.5 text model (see Step3p5ForCausalLM); {_NO_TEXT_BRIDGE}",
-    ),
-    "Glm4MoeLiteForCausalLM": (
-        "glm/glm47_flash_bridge.py::GLM47FlashBridge.provider_bridge",
-        f"{_UNTESTABLE} (Bridge's unit-test config, test_glm47_flash_bridge.py::"
-        "glm47_flash_config, is a mock with 128 experts; the release has 64)",
     ),
     "BailingMoeV2ForCausalLM": ("bailing/bailing_moe2_bridge.py::BailingMoeV2Bridge", _UNTESTABLE),
     "Ernie4_5_MoeForCausalLM": (
