@@ -198,17 +198,33 @@ def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untype
     assert current == text, "stale: run python tools/planner_report.py"
 
 
-def test_models_whose_cp_needs_another_transport_plan_without_cp() -> None:
-    """GPT-OSS (sliding windows, sinks) and GLM-5 (DSA) get CP > 1 only with another
-    cp_comm_type (ATT016 / ATT017 / ATT020); the planner times the p2p ring, so it prunes
-    CP > 1 under the rule instead of showing plans the linter rejects."""
+def test_models_whose_cp_needs_another_transport_get_it_or_no_cp() -> None:
+    """GPT-OSS (sliding windows, sinks) runs CP only with a2a (ATT016 / ATT017), so its CP > 1
+    plans carry a2a and only where the a2a group divides the KV heads per TP rank (ATT015),
+    and they lint clean; GLM-5's DSA needs all-gather (ATT020), which the planner does not
+    offer (its full-sequence K/V gather is not priced), so CP > 1 is pruned under the rule."""
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import lint_text
+    from moe_lint.plan.emit import emit_text
     from moe_lint.plan.report import pruned_lines
+    from moe_lint.plan.run import build
+    from moe_lint.plan.search import cp_transports
 
-    for model, code in (("gpt-oss-120b", "ATT016"), ("glm-5", "ATT020")):
-        result = run(Options(model=model, gpu="gb200", gpus=(64,), seq=32768, top=2))
-        assert result.shown, model
-        assert all(c.plan.cp == 1 for c in result.shown)
-        assert code in pruned_lines(result)["cp"]["2"]
+    opts = Options(model="gpt-oss-120b", gpu="gb200", gpus=(64,), seq=32768, top=10,
+                   fixed={"cp": 2})  # fmt: skip
+    req, fs, is_yaml, mixed = build(opts)
+    assert cp_transports(req, 1, 2) == [("a2a", 1)]
+    assert cp_transports(req, 8, 2) == []  # 8 KV heads over TP 8: one per rank
+    result = run(opts)
+    assert result.shown and all(c.plan.cp_comm == "a2a" for c in result.shown)
+    text = emit_text(req, result.shown[0], "gpt-oss-120b", fs, is_yaml, mixed, "", 1)
+    assert "cp_comm_type: a2a" in text
+    linted = lint_text(text, load_catalogue(), path="plan.yaml")
+    assert linted.error is None
+    assert not [f for f in linted.findings if str(f.severity).endswith("error")], text
+    glm = run(Options(model="glm-5", gpu="gb200", gpus=(64,), seq=32768, top=2))
+    assert glm.shown and all(c.plan.cp == 1 for c in glm.shown)
+    assert "ATT020" in pruned_lines(glm)["cp"]["2"]
 
 
 def test_cp_transports_are_priced_as_te_moves_them() -> None:
@@ -311,11 +327,13 @@ def test_terminal_table_fits_80_columns_and_marks_what_may_not_fit(small) -> Non
     head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("# TP "))
     rows = lines[head + 1 : head + 1 + len(small.shown)]
     assert all(len(line) <= 80 for line in lines[head : head + 1 + len(small.shown)])
+    heads = lines[head].split()  # ETP (and GPUs) are columns only when the plans vary them
     for row, cand in zip(rows, small.shown, strict=True):
-        cells = row.split()
+        cell = dict(zip(heads, row.split(), strict=False))
         p = cand.plan
-        assert cells[1:6] == [str(p.tp), f"{p.pp}×{p.vpp}", str(p.cp), str(p.ep), str(p.dp)]
-        assert cells[-3].endswith("!") == (cand.verdict != "fits"), row
+        got = [cell["TP"], cell["PP×V"], cell["CP"], cell["EP"], cell.get("ETP", "1"), cell["DP"]]
+        assert got == [str(p.tp), f"{p.pp}×{p.vpp}", str(p.cp), str(p.ep), str(p.etp), str(p.dp)]
+        assert row.split()[-3].endswith("!") == (cand.verdict != "fits"), row
 
 
 def test_safe_shows_no_plan_that_may_not_fit_and_ties_go_to_headroom(small) -> None:  # type: ignore[no-untyped-def]

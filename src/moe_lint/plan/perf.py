@@ -18,6 +18,7 @@ not model FLOPs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -98,6 +99,12 @@ class Plan:
     cp_comm: str = "p2p"
     #: a2a+p2p: the inner (all-to-all) size, hierarchical_context_parallel_sizes[0]
     cp_a2a: int = 1
+    #: routing of the routed experts: "balanced" (moe_router_force_load_balancing), "dropless"
+    #: (no capacity), or "capacity" (moe_expert_capacity_factor = ``capacity``)
+    routing: str = "balanced"
+    capacity: float = 0.0
+    #: padded to the capacity (moe_pad_expert_input_to_capacity): every rank receives it
+    padded: bool = False
 
     @property
     def dp(self) -> int:
@@ -261,6 +268,46 @@ def flops_per_token(costs: list[LayerCost], arch: Arch) -> float:
 # ----------------------------------------------------------------------------- the model
 
 
+def _interp(x: float, xs: list[float], ys: list[float]) -> float:
+    """Piecewise-linear in log2(x) through (xs, ys), clamped at both ends."""
+    if x <= xs[0]:
+        return float(ys[0])
+    if x >= xs[-1]:
+        return float(ys[-1])
+    for (x0, y0), (x1, y1) in zip(
+        zip(xs, ys, strict=True), zip(xs[1:], ys[1:], strict=True), strict=False
+    ):
+        if x <= x1:
+            f = (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
+            return float(y0 + f * (y1 - y0))
+    return float(ys[-1])  # pragma: no cover - x >= xs[-1] returned above
+
+
+def attention_efficiency(chunk: float) -> tuple[float, float]:
+    """(forward, backward) fraction of the BF16 peak that core attention reaches on a kernel of
+    ``chunk`` query tokens (planner.yaml ``attention``: the FlashAttention-3 paper's cuDNN
+    figures, H100, head dim 128)."""
+    a = constants()["attention"]
+    seqs = [float(v) for v in a["seq"]]
+    peak = float(a["peak_tflops"])
+    fwd = _interp(chunk, seqs, [float(v) for v in a["forward_causal_tflops"]]) / peak
+    bwd = _interp(chunk, seqs, [float(v) for v in a["backward_tflops"]]) / peak
+    return fwd, bwd
+
+
+def expert_load(p: Plan) -> float:
+    """The busiest EP rank's routed work relative to balanced routing: 1 when forced balanced,
+    the capacity factor when padded to it (every rank receives that much), at most the capacity
+    factor when tokens beyond it are dropped, and ``dropless_expert_imbalance`` (calibrated)
+    when dropless."""
+    if p.routing == "balanced" or p.ep * p.etp <= 1:
+        return 1.0
+    dropless = float(constants()["calibrated"]["dropless_expert_imbalance"])
+    if p.routing == "capacity" and p.capacity > 0:
+        return p.capacity if p.padded else min(dropless, p.capacity)
+    return dropless
+
+
 def _gemm_eff(rows: float) -> float:
     m0 = float(constants()["calibrated"]["gemm_half_rows"])
     return rows / (rows + m0) if rows > 0 else 0.0
@@ -340,11 +387,16 @@ class Model:
         # grouped GEMM of one local expert sees the EP group's tokens × top-k / experts rows
         experts = self.arch.num_moe_experts or 1
         expert_rows = rank_tokens * p.etp * p.ep * self.arch.moe_router_topk / experts
+        load = expert_load(p) if c.moe else 1.0
         t_exp = 0.0
         if c.experts:
-            t_exp = c.experts * rank_tokens / (peak * eff * _gemm_eff(expert_rows))
+            t_exp = load * c.experts * rank_tokens / (peak * eff * _gemm_eff(expert_rows))
         attn = c.attn_core * tokens / p.tp
-        t_attn = attn / (bf16 * float(k["attention_efficiency"])) if attn else 0.0
+        t_attn = t_attn_bwd = 0.0
+        if attn:
+            fwd_eff, bwd_eff = attention_efficiency(self._attention_chunk(p))
+            t_attn = attn / (bf16 * fwd_eff)
+            t_attn_bwd = 2 * attn / (bf16 * bwd_eff)
         # memory-bound work: passes × hidden × 2 B per token on this rank
         h = self.arch.hidden_size
         passes = float(k["elementwise_passes"]) * rank_tokens
@@ -360,7 +412,9 @@ class Model:
         if p.cuda_graphs:
             launch *= float(k["cuda_graph_factor"])
         fwd = t_dense + t_exp + t_attn + t_elem
-        b.compute += weight * (3 * (t_dense + t_exp + t_attn) + 2 * t_elem + 3 * launch)
+        b.compute += weight * (
+            3 * (t_dense + t_exp) + t_attn + t_attn_bwd + 2 * t_elem + 3 * launch
+        )
         b.recompute += weight * self._recompute(c, p, t_dense, t_exp, t_attn, t_elem, fwd)
         # TP/SP: AG + RS of the activations per block, ×3 for forward + backward
         if p.tp > 1:
@@ -370,7 +424,7 @@ class Model:
             t = vol / _bw(hw, _inside(p.tp, 1, hw.domain), "ring")
             b.tp += weight * t * (x["tp_with_overlap"] if p.tp_overlap else x["tp_without_overlap"])
         if p.cp > 1 and c.has_attention:
-            b.cp += weight * self._cp(c, p, tokens, t_attn)
+            b.cp += weight * self._cp(c, p, tokens, t_attn + t_attn_bwd)
         # EP: dispatch + combine, forward and backward (4 all-to-alls)
         if c.moe and p.ep * p.etp > 1:
             disp_bytes = 2.0
@@ -379,7 +433,7 @@ class Model:
             # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
             # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
             width = self.arch.moe_latent_size or h
-            size = rank_tokens * p.etp * self.arch.moe_router_topk * width
+            size = load * rank_tokens * p.etp * self.arch.moe_router_topk * width
             group = p.ep
             vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
             kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(
@@ -392,10 +446,21 @@ class Model:
                 t *= x["ep_shared_expert_overlap"]
             b.ep += weight * t
 
+    def _attention_chunk(self, p: Plan) -> float:
+        """Query tokens of one core-attention kernel call on this rank: the CP shard for the p2p
+        ring and all-gather (each step is its own call), the full sequence for a2a (which
+        splits heads, not tokens), the ring's shard for a2a+p2p."""
+        if p.cp_comm == "a2a":
+            return float(self.seq)
+        if p.cp_comm == "a2a+p2p":
+            return self.seq / max(1, p.cp // max(1, p.cp_a2a))
+        return self.seq / p.cp
+
     def _cp(self, c: LayerCost, p: Plan, tokens: float, t_attn: float) -> float:
         """Seconds of one layer's context-parallel traffic, forward and backward, as TE
         (2.17, attention/dot_product_attention/context_parallel.py) moves it; ``tokens`` is
-        this rank's sequence shard, each element 2 B.
+        this rank's sequence shard, each element 2 B; ``t_attn`` its core attention's forward
+        plus backward seconds (what the p2p ring hides behind).
 
         - p2p (AttnFuncWithCPAndKVP2P): a ring of CP steps, K/V to the next rank each step
           (CP − 1 sends forward, K/V and dK/dV backward: 3 (CP − 1) shards), hidden behind
@@ -424,7 +489,7 @@ class Model:
         if ring > 1:
             vol = 3 * (ring - 1) * kv
             ring_t = vol / _bw(hw, _inside(ring, p.tp * inner, hw.domain), "p2p")
-            hide = 3 * t_attn * float(x["cp_p2p_hidden_by_attention"])
+            hide = t_attn * float(x["cp_p2p_hidden_by_attention"])
             steps = 3 * 2 * (ring - 1) * float(k["cp_step_us"]) * 1e-6
             t += max(0.0, ring_t - hide) + steps
         return t
@@ -482,6 +547,9 @@ class Model:
             p.ep_overlap,
             p.shared_expert_overlap,
             p.cuda_graphs,
+            p.routing,
+            p.capacity,
+            p.padded,
         )
         found = self._layers.get(key)
         if found is None:
@@ -549,6 +617,15 @@ class Model:
         step = b.step
         tps = p.gbs * self.seq / step / p.world
         return Prediction(step, tps, tps * self.flops_token / 1e12, b)
+
+    def cp_cost(self, p: Plan) -> float:
+        """Compute plus CP seconds of one micro-batch over every layer (what the CP transport
+        changes: its exchange, and the length of the attention kernels)."""
+        total = 0.0
+        for c in self.costs:
+            terms = self._layer(c, p)
+            total += terms[0] + terms[3]
+        return total
 
     def forget(self) -> None:
         """Drop the memoized layer times (after a constant changed: the calibration)."""

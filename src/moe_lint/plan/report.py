@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from moe_lint.plan.run import Result, describe, why_better
+from moe_lint.plan.perf import Plan
+from moe_lint.plan.run import Result, describe, transport_label, why_better
 from moe_lint.plan.search import DIMENSIONS, Candidate
 
 _TERMS = ("compute", "recompute", "tp", "cp", "ep", "pp_p2p", "bubble", "dp", "optimizer")
@@ -195,7 +196,7 @@ def to_text(result: Result) -> str:
         parts = _shares(pred)
         nxt = shown[i + 1] if i + 1 < len(shown) else None
         beats = f"; vs #{i + 2}: {why_better(c, nxt)}" if nxt else ""
-        lines.append(f"   step: {parts}{beats}")
+        lines.append(f"   step: {parts}{transport_note(p)}{beats}")
         lines += [f"   {code}: {message}" for code, message in c.warnings]
     if result.dropped:
         lines += ["", "dropped by the full check (every rank's memory, then the linter):"]
@@ -257,6 +258,12 @@ def _terminal_rows(shown: list[Candidate]) -> tuple[list[str], list[list[str]]]:
     return heads, rows
 
 
+def transport_note(p: Plan) -> str:
+    """``; CP a2a+p2p [4, 4]`` for a plan whose CP does not run the default p2p ring."""
+    label = transport_label(p)
+    return f"; CP {label}" if label else ""
+
+
 def to_rich(result: Result, stream: Any) -> None:
     """The same report on a terminal: the plans as a rich table, the rest as plain lines
     (Text objects, never markup: a config value cannot inject styles)."""
@@ -279,7 +286,7 @@ def to_rich(result: Result, stream: Any) -> None:
         style = "" if c.verdict == "fits" else "yellow"
         table.add_row(*(Text(cell, style=style) for cell in cells))
         nxt = f"; vs #{i + 2}: {why_better(c, shown[i + 1])}" if i + 1 < len(shown) else ""
-        notes.append(f"#{i + 1} step: {_shares(c.prediction)}{nxt}")
+        notes.append(f"#{i + 1} step: {_shares(c.prediction)}{transport_note(c.plan)}{nxt}")
         notes += [f"#{i + 1} {code}: {message}" for code, message in c.warnings]
     if shown:
         console.print(table)

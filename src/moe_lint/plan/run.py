@@ -198,6 +198,7 @@ def build(opts: Options) -> tuple[Request, Any, bool, str | None]:
         objective=opts.objective,
         keep=opts.top + 3,  # spares for plans the full estimate or the linter drops
         base_flags=flags,
+        routing=(base_plan.routing, base_plan.capacity, base_plan.padded),
         written=written,
         safe=opts.safe,
         margin=margin,
@@ -393,11 +394,22 @@ def compare(
     return Compared(layout, cand, "", rank, why)
 
 
+def transport_label(p: Plan) -> str:
+    """``a2a+p2p [4, 4]`` / ``a2a`` for a plan whose CP does not run the default p2p ring, else
+    empty."""
+    if p.cp <= 1 or p.cp_comm == "p2p":
+        return ""
+    sizes = f" [{p.cp_a2a}, {p.cp // p.cp_a2a}]" if p.cp_comm == "a2a+p2p" else ""
+    return f"{p.cp_comm}{sizes}"
+
+
 def describe(p: Plan) -> str:
     rec = ",".join(p.recompute) or "no recompute"
     off = f", offload {p.offload:g}" if p.offload else ""
+    transport = transport_label(p)
+    cp = f"CP {p.cp}" + (f" ({transport})" if transport else "")
     return (
-        f"TP {p.tp} PP {p.pp} VPP {p.vpp} CP {p.cp} EP {p.ep} ETP {p.etp} MBS {p.mbs}, "
+        f"TP {p.tp} PP {p.pp} VPP {p.vpp} {cp} EP {p.ep} ETP {p.etp} MBS {p.mbs}, "
         f"{p.dispatcher}, {rec}{off}"
     )
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
+from moe_lint.analysis.cp_groups import a2a_group, per_tp_rank
 from moe_lint.analysis.params import Arch
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
@@ -62,6 +63,10 @@ class Request:
     keep: int = 10
     exclude: frozenset[tuple[int, ...]] = frozenset()  # plan keys the linter already dropped
     base_flags: dict[str, bool] = field(default_factory=dict)
+    #: the base config's routing (space.routing_of): every plan keeps it
+    routing: tuple[str, float, bool] = ("balanced", 0.0, False)
+    #: the transport chosen per (TP, CP, MBS) when the base states none (search._transport)
+    transports: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     margin: float = 0.0  # MEM001's error margin (memory_settings; fraction of usable)
     warn: float = 0.05  # MEM002's warning fraction
     written: dict[str, Any] = field(default_factory=dict)  # --set overrides emit writes
@@ -271,6 +276,13 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
             if cp > 1 and cp_block:
                 pruned.add({"cp": cp}, cp_block)
                 continue
+            if (
+                cp > 1
+                and req.values.get("model.cp_comm_type") is None
+                and not cp_transports(req, tp, cp)
+            ):
+                pruned.add({"tp": tp, "cp": cp}, _no_transport(req))
+                continue
             if cp > 1 and req.seq % (2 * cp):
                 pruned.add({"cp": cp}, f"SEQ001: seq {req.seq} % (2·CP) != 0")
                 continue
@@ -302,17 +314,79 @@ def _feasible_layouts(req: Request, world: int, pruned: _Pruned) -> Iterator[dic
 
 
 def _cp_transport_rule(req: Request) -> str | None:
-    """The rule that rejects CP > 1 with the p2p ring the planner times (the base config states
-    no cp_comm_type): sliding windows (ATT016), attention sinks (ATT017), DSA (ATT020)."""
-    if req.values.get("model.cp_comm_type") not in (None, "p2p"):
+    """Why no CP > 1 plan can be searched from this base config, or None: DSA needs the
+    all-gather transport (ATT020), whose full-sequence K/V gather per layer the memory model
+    does not price, so the planner does not offer it."""
+    if req.values.get("model.cp_comm_type") is not None:
         return None
-    if windows_of(req.values, req.arch.num_layers):
-        return "ATT016: sliding-window attention with the p2p CP transport"
-    if str(req.arch.softmax_type) not in ("vanilla", "None"):
-        return "ATT017: attention sinks with CP need a2a (the planner times the p2p ring)"
     if any(m == "dsa" for m, _ in req.arch.layers):
-        return "ATT020: DSA with CP needs cp_comm_type allgather (the planner times p2p)"
+        return "ATT020: DSA with CP needs cp_comm_type allgather (its K/V gather is not priced)"
     return None
+
+
+def _no_transport(req: Request) -> str:
+    """Why no CP transport is allowed at some (TP, CP): the rules that leave only a2a, whose
+    group there does not divide the heads per TP rank."""
+    if str(req.arch.softmax_type) not in ("vanilla", "None"):
+        return "ATT017/ATT015: attention sinks need a2a, whose group must divide heads/TP"
+    return "ATT016/ATT015: sliding windows need a2a, whose group must divide heads/TP"
+
+
+def cp_transports(req: Request, tp: int, cp: int) -> list[tuple[str, int]]:
+    """The CP transports the search tries at (TP, CP) when the base config states none, each as
+    (cp_comm_type, a2a group): p2p, a2a when its group (all of CP) divides the heads and KV heads
+    per TP rank (ATT015), and a2a+p2p with the largest such group inside the NVLink domain
+    (TP·group ranks) that is smaller than CP. Sliding windows rule out p2p and a2a+p2p
+    (ATT016), attention sinks leave only a2a (ATT017). A base config that states a transport
+    keeps it (space.cp_transport_of)."""
+    if cp <= 1:
+        return [("p2p", 1)]
+    a = req.arch
+    mla = any(m in ("mla", "dsa") for m, _ in a.layers)
+    heads = a.num_attention_heads
+    heads_tp, kv_tp = per_tp_rank(heads, heads if mla else a.num_query_groups or heads, tp)
+    a2a_ok = heads_tp % cp == 0 and kv_tp % cp == 0
+    if str(a.softmax_type) not in ("vanilla", "None"):
+        return [("a2a", 1)] if a2a_ok else []
+    windows = bool(windows_of(req.values, a.num_layers))
+    out = [] if windows else [("p2p", 1)]
+    if a2a_ok:
+        out.append(("a2a", 1))
+    inner = a2a_group(heads_tp, kv_tp, cp, max(1, req.hardware.domain // tp))
+    if not windows and 1 < inner < cp:
+        out.append(("a2a+p2p", inner))
+    return out
+
+
+def _transport(req: Request, lay: Mapping[str, int], world: int) -> tuple[str, int]:
+    """The CP transport of a plan: the base config's, or the fastest the search may try
+    (:func:`cp_transports`), timed once per (TP, CP, MBS) on every layer kind (only the CP
+    exchange and the attention kernels' length depend on it)."""
+    tp, cp = lay["tp"], lay["cp"]
+    if req.values.get("model.cp_comm_type") is not None or cp <= 1:
+        return cp_transport_of(req.values, cp)
+    key = (tp, cp, lay["mbs"])
+    found = req.transports.get(key)
+    if found is None:
+        options = cp_transports(req, tp, cp) or [("p2p", 1)]
+        if len(options) == 1:
+            found = options[0]
+        else:
+            model = _transport_model(req)
+            base = _plan_with(req, lay, world, ("p2p", 1))
+            found = min(
+                options,
+                key=lambda o: model.cp_cost(replace(base, cp_comm=o[0], cp_a2a=o[1])),
+            )
+        req.transports[key] = found
+    return found
+
+
+def _transport_model(req: Request) -> Model:
+    found = req.transports.get("model")
+    if found is None:
+        found = req.transports["model"] = Model.build(req.arch, req.hardware, req.seq, req.values)
+    return found
 
 
 def _vpps(req: Request, pp: int) -> list[int]:
@@ -321,9 +395,14 @@ def _vpps(req: Request, pp: int) -> list[int]:
     if pp == 1:
         return [1]
     layers = req.arch.num_layers
-    # powers of two (uneven chunks take a layout string) and every even split of the layers
+    # powers of two (uneven chunks take a layout string), every even split of the layers, and
+    # every even split once the embedding and the loss (and MTP) count as a layer each (the
+    # balance layout_string writes, and account_for_*_in_pipeline_split's: Qwen3-235B's 94
+    # layers run as PP 4 × VPP 12, two units a stage)
+    units = layers + 2 + req.arch.mtp_num_layers
     even = [v for v in range(3, layers // pp + 1) if layers % (pp * v) == 0]
-    return sorted({1, 2, 3, 4, 6, 8, *even})
+    balanced = [v for v in range(3, units // pp + 1) if units % (pp * v) == 0]
+    return sorted({1, 2, 3, 4, 6, 8, *even, *balanced})
 
 
 def _expert_layouts(
@@ -399,9 +478,16 @@ def _dispatchers(req: Request, ep: int, etp: int, pruned: _Pruned | None = None)
 
 
 def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Plan:
+    return _plan_with(req, lay, world, _transport(req, lay, world), **knobs)
+
+
+def _plan_with(
+    req: Request, lay: Mapping[str, int], world: int, transport: tuple[str, int], **knobs: Any
+) -> Plan:
     flags = req.base_flags
     layout = layout_for(req, lay["pp"], lay["vpp"])
-    cp_comm, cp_a2a = cp_transport_of(req.values, lay["cp"])
+    cp_comm, cp_a2a = transport
+    routing, capacity, padded = req.routing
     return Plan(
         tp=lay["tp"],
         pp=lay["pp"],
@@ -422,6 +508,9 @@ def _plan(req: Request, lay: Mapping[str, int], world: int, **knobs: Any) -> Pla
         cuda_graphs=flags.get("cuda_graphs", False),
         cp_comm=cp_comm,
         cp_a2a=cp_a2a,
+        routing=routing,
+        capacity=capacity,
+        padded=padded,
         grad_fp32=flags.get("grad_fp32", False),
         param_gather_bytes=1.0
         if flags.get("fp8_param_gather") and req.precision != "bf16"
@@ -548,6 +637,8 @@ def plan_values(req: Request, p: Plan) -> dict[str, Any]:
         else:
             out["model.moe_token_dispatcher_type"] = p.dispatcher
             out["model.moe_flex_dispatcher_backend"] = None
+    if p.cp > 1 and req.values.get("model.cp_comm_type") is None and p.cp_comm != "p2p":
+        out["model.cp_comm_type"] = p.cp_comm  # the transport the search chose
     if p.cp_comm == "a2a+p2p":
         # the stated sizes, re-split for this CP (a stale product is ATT rule's startup error)
         out["model.hierarchical_context_parallel_sizes"] = (

@@ -74,6 +74,18 @@ def cp_transport_of(values: Mapping[str, Any], cp: int) -> tuple[str, int]:
     return kind, inner
 
 
+def routing_of(values: Mapping[str, Any]) -> tuple[str, float, bool]:
+    """(routing, capacity factor, padded) of the routed experts: "balanced" under
+    moe_router_force_load_balancing (random balanced logits: MCore transformer/moe/router.py::
+    TopKRouter.forward), "capacity" with moe_expert_capacity_factor set, else "dropless"."""
+    if _flag(values, "model.moe_router_force_load_balancing"):
+        return "balanced", 0.0, False
+    cf = values.get("model.moe_expert_capacity_factor")
+    if isinstance(cf, int | float) and not isinstance(cf, bool) and cf > 0:
+        return "capacity", float(cf), _flag(values, "model.moe_pad_expert_input_to_capacity")
+    return "dropless", 0.0, False
+
+
 def _flag(values: Mapping[str, Any], *keys: str) -> bool:
     return any(bool(values.get(k)) and values.get(k) not in ("none", "None") for k in keys)
 
@@ -114,6 +126,7 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         else 2.0
     )
     cp_comm, cp_a2a = cp_transport_of(values, int(facts["cp"]))
+    routing, capacity, padded = routing_of(values)
     return Plan(
         tp=int(facts["tp"]),
         pp=int(facts["pp"]),
@@ -141,4 +154,7 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         layout=layout_of(values),
         cp_comm=cp_comm,
         cp_a2a=cp_a2a,
+        routing=routing,
+        capacity=capacity,
+        padded=padded,
     )

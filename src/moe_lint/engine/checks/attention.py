@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from moe_lint.analysis.cp_groups import a2a_group, per_tp_rank
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks import reads
 from moe_lint.engine.checks.reads import derived as _fact
@@ -68,15 +69,6 @@ def _heads(ctx: Context) -> tuple[int, int] | None:
     return heads, groups or heads
 
 
-def _a2a_group(heads_tp: int, kv_tp: int, cp: int, node: int) -> int:
-    """Largest a2a group size that divides CP, heads/TP and KV heads/TP and fits in a node."""
-    best = 1
-    for size in range(2, min(cp, node) + 1):  # O(node), not O(CP)
-        if cp % size == 0 and heads_tp % size == 0 and kv_tp % size == 0:
-            best = size
-    return best
-
-
 def _node_size(ctx: Context) -> int:
     per_node = _int(_fact(ctx, "gpus_per_node")) or 8
     domain = _int(_fact(ctx, "nvlink_domain")) or per_node
@@ -90,9 +82,8 @@ def _suggest_hierarchical(ctx: Context, cp: int, tp: int) -> str:
         a2a = max((d for d in range(1, min(cp, node) + 1) if cp % d == 0), default=1)
         note = " (the first factor must also divide heads/TP and KV heads/TP)"
     else:
-        heads_tp = heads[0] // tp if heads[0] >= tp else 1
-        kv_tp = heads[1] // tp if heads[1] >= tp else 1
-        a2a = _a2a_group(heads_tp, kv_tp, cp, node)
+        heads_tp, kv_tp = per_tp_rank(heads[0], heads[1], tp)
+        a2a = a2a_group(heads_tp, kv_tp, cp, node)
         note = f" (heads/TP = {heads_tp}, KV heads/TP = {kv_tp})"
     if a2a <= 1:
         return f"use cp_comm_type p2p: no a2a group > 1 divides CP {cp}{note}"
@@ -181,12 +172,11 @@ def a2a_head_divisibility(ctx: Context) -> Iterator[Violation]:
     sizes = cfg.get("model.hierarchical_context_parallel_sizes")
     if "a2a+p2p" in types and isinstance(sizes, list) and sizes and _int(sizes[0]):
         groups.append(("a2a+p2p", int(sizes[0])))
-    heads_tp = heads[0] // tp if heads[0] >= tp else 1
-    kv_tp = heads[1] // tp if heads[1] >= tp else 1
+    heads_tp, kv_tp = per_tp_rank(heads[0], heads[1], tp)
     for kind, group in groups:
         if group <= 1 or (heads_tp % group == 0 and kv_tp % group == 0):
             continue
-        a2a = _a2a_group(heads_tp, kv_tp, cp, _node_size(ctx))
+        a2a = a2a_group(heads_tp, kv_tp, cp, _node_size(ctx))
         if a2a > 1:
             suggest = (
                 f"use cp_comm_type a2a+p2p with hierarchical_context_parallel_sizes "
