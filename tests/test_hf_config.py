@@ -556,8 +556,8 @@ def test_glm47_flash_maps_as_deepseek_v3_mla() -> None:
 def test_gemma_and_mistral_map_as_their_bridges() -> None:
     """GemmaBridge: zero-centred RMSNorm, gated (tanh-GELU) MLP without bias, tied embeddings,
     kv_channels = head_dim (256, not hidden / heads = 192 for 7B). MistralBridge: its own field
-    list (no CONFIG_MAPPING), untied, rope_theta from rope_parameters, a window only when
-    sliding_window is set."""
+    list (no CONFIG_MAPPING), untied, rope_theta from rope_parameters, a window (with a2a CP)
+    only when sliding_window is set."""
     gemma = _mapped("bridge-tests/Gemma-7B.json")
     assert gemma["layernorm_zero_centered_gamma"] and gemma["gated_linear_unit"]
     assert gemma["share_embeddings_and_output_weights"] and gemma["kv_channels"] == 256
@@ -572,5 +572,7 @@ def test_gemma_and_mistral_map_as_their_bridges() -> None:
     data = json.loads((HF / "bridge-tests/Mistral-7B.json").read_text())
     windowed = hf_config.model_entry({**data, "sliding_window": 4096, "head_dim": 128}, "m")
     assert windowed["window_size"] == [4095, 0] and windowed["kv_channels"] == 128
+    assert windowed["cp_comm_type"] == "a2a"  # the bridge pairs a window with a2a CP
+    assert "cp_comm_type" not in mistral
     with pytest.raises(UsageError, match=r"sliding_window = 'x'"):
         hf_config.model_entry({**data, "sliding_window": "x"}, "m")

@@ -628,7 +628,8 @@ def _map_mistral(hf: _Hf) -> dict[str, Any]:
     itself (no CONFIG_MAPPING): layers, widths, heads, query groups, rms_norm_eps, rope_theta
     (rope_theta_from_hf: the top-level name or rope_parameters), kv_channels = head_dim (unset
     when absent), tie_word_embeddings (False when absent), the generic vocabulary padding and
-    ``window_size = (sliding_window - 1, 0)`` when sliding_window is set; the provider's
+    ``window_size = (sliding_window - 1, 0)`` with ``cp_comm_type = "a2a"`` when
+    sliding_window is set (the bridge pairs them: p2p CP cannot run a window); the provider's
     RMSNorm, SwiGLU, rope and no linear bias. No QKV bias is read (attention_bias is not
     passed), and a yarn rope_scaling's factor changes no size (not carried)."""
     out: dict[str, Any] = {
@@ -650,7 +651,7 @@ def _map_mistral(hf: _Hf) -> dict[str, Any]:
         out["make_vocab_size_divisible_by"] = _divisible_by(vocab)
     if hf.get("sliding_window") is not None:
         window = hf.need_int("sliding_window")
-        out.update(sliding_window=window, window_size=[window - 1, 0])
+        out.update(sliding_window=window, window_size=[window - 1, 0], cp_comm_type="a2a")
     return out
 
 
