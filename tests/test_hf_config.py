@@ -359,6 +359,15 @@ MODEL_CARDS: dict[str, tuple[float, float, float]] = {
     # GLM-4.7-Flash's card: "a 30B-A3B MoE model"; 3.90B active with its two untied
     # vocabulary matrices, 3.26B without (test_glm47_flash_maps_as_deepseek_v3_mla).
     "zai-org--GLM-4.7-Flash.json": (30e9, 3.9e9, 0.01),
+    # Gemma (Bridge's test configs of gemma-2b / gemma-7b): the Gemma report's (arXiv
+    # 2403.08295, Table 2) embedding + non-embedding figures, 0.524B + 1.981B and 0.786B +
+    # 7.751B, recalled, not read from a stored copy here; the "7b" name undercounts its tied
+    # 256k vocabulary.
+    "bridge-tests/Gemma-2B.json": (2.51e9, 2.51e9, 0.01),
+    "bridge-tests/Gemma-7B.json": (8.54e9, 8.54e9, 0.01),
+    # Mistral-7B (Bridge's test config: the v0.3 shape, 32768 vocab, rope_theta 1e6): only the
+    # name's "7B" is checked (the count is 7.25B).
+    "bridge-tests/Mistral-7B.json": (7e9, 7e9, 0.05),
 }
 
 
@@ -542,3 +551,28 @@ def test_glm47_flash_maps_as_deepseek_v3_mla() -> None:
     default = hf_config.model_entry(data, "glm")
     assert default["moe_layer_freq"] == mapped["moe_layer_freq"]
     assert default["moe_shared_expert_intermediate_size"] == 1536
+
+
+def test_gemma_and_mistral_map_as_their_bridges() -> None:
+    """GemmaBridge: zero-centred RMSNorm, gated (tanh-GELU) MLP without bias, tied embeddings,
+    kv_channels = head_dim (256, not hidden / heads = 192 for 7B). MistralBridge: its own field
+    list (no CONFIG_MAPPING), untied, rope_theta from rope_parameters, a window (with a2a CP)
+    only when sliding_window is set."""
+    gemma = _mapped("bridge-tests/Gemma-7B.json")
+    assert gemma["layernorm_zero_centered_gamma"] and gemma["gated_linear_unit"]
+    assert gemma["share_embeddings_and_output_weights"] and gemma["kv_channels"] == 256
+    assert gemma["add_bias_linear"] is False and gemma["rotary_base"] == 10000
+    data = json.loads((HF / "bridge-tests/Gemma-2B.json").read_text())
+    untied = hf_config.model_entry({**data, "tie_word_embeddings": False}, "g")
+    assert untied["share_embeddings_and_output_weights"] is True  # the bridge always ties
+    mistral = _mapped("bridge-tests/Mistral-7B.json")
+    assert mistral["rotary_base"] == 1000000 and mistral["num_query_groups"] == 8
+    assert mistral["share_embeddings_and_output_weights"] is False
+    assert "window_size" not in mistral and "kv_channels" not in mistral
+    data = json.loads((HF / "bridge-tests/Mistral-7B.json").read_text())
+    windowed = hf_config.model_entry({**data, "sliding_window": 4096, "head_dim": 128}, "m")
+    assert windowed["window_size"] == [4095, 0] and windowed["kv_channels"] == 128
+    assert windowed["cp_comm_type"] == "a2a"  # the bridge pairs a window with a2a CP
+    assert "cp_comm_type" not in mistral
+    with pytest.raises(UsageError, match=r"sliding_window = 'x'"):
+        hf_config.model_entry({**data, "sliding_window": "x"}, "m")

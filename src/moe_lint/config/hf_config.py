@@ -622,6 +622,54 @@ def _map_llama(hf: _Hf) -> dict[str, Any]:
     return out
 
 
+def _map_mistral(hf: _Hf) -> dict[str, Any]:
+    """mistral/mistral_bridge.py::MistralBridge.provider_bridge on
+    mistral/mistral_provider.py::MistralModelProvider's defaults: the bridge passes its fields
+    itself (no CONFIG_MAPPING): layers, widths, heads, query groups, rms_norm_eps, rope_theta
+    (rope_theta_from_hf: the top-level name or rope_parameters), kv_channels = head_dim (unset
+    when absent), tie_word_embeddings (False when absent), the generic vocabulary padding and
+    ``window_size = (sliding_window - 1, 0)`` with ``cp_comm_type = "a2a"`` when
+    sliding_window is set (the bridge pairs them: p2p CP cannot run a window); the provider's
+    RMSNorm, SwiGLU, rope and no linear bias. No QKV bias is read (attention_bias is not
+    passed), and a yarn rope_scaling's factor changes no size (not carried)."""
+    out: dict[str, Any] = {
+        "num_layers": hf.need_int("num_hidden_layers"),
+        "hidden_size": hf.data.get("hidden_size"),
+        "ffn_hidden_size": hf.data.get("intermediate_size"),
+        "num_attention_heads": hf.data.get("num_attention_heads"),
+        "num_query_groups": hf.data.get("num_key_value_heads"),
+        "layernorm_epsilon": hf.data.get("rms_norm_eps"),
+        "vocab_size": hf.data.get("vocab_size"),
+        "kv_channels": hf.data.get("head_dim"),
+        "rotary_base": hf.get("rope_theta", hf.mapping("rope_parameters").get("rope_theta")),
+        "share_embeddings_and_output_weights": bool(hf.get("tie_word_embeddings", False)),
+        "normalization": "RMSNorm", "gated_linear_unit": True, "add_bias_linear": False,
+        "add_qkv_bias": False, "position_embedding_type": "rope", "qk_layernorm": False,
+    }  # fmt: skip
+    vocab = out["vocab_size"]
+    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0:
+        out["make_vocab_size_divisible_by"] = _divisible_by(vocab)
+    if hf.get("sliding_window") is not None:
+        window = hf.need_int("sliding_window")
+        out.update(sliding_window=window, window_size=[window - 1, 0], cp_comm_type="a2a")
+    return out
+
+
+def _map_gemma(hf: _Hf) -> dict[str, Any]:
+    """gemma/gemma_bridge.py::GemmaBridge.provider_bridge on
+    gemma/gemma_provider.py::GemmaModelProvider's defaults: the common mapping (head_dim as
+    kv_channels, rope_theta or rope_parameters, attention_bias), then RMSNorm with
+    zero-centred gamma, gated tanh-GELU (fast_gelu) MLP without linear bias and tied embeddings
+    whatever the config says (the bridge sets share_embeddings_and_output_weights = True)."""
+    out = _common(hf)
+    out.update(
+        normalization="RMSNorm", layernorm_zero_centered_gamma=True, gated_linear_unit=True,
+        add_bias_linear=False, share_embeddings_and_output_weights=True,
+        position_embedding_type="rope",
+    )  # fmt: skip
+    return out
+
+
 def _map_qwen3(hf: _Hf) -> dict[str, Any]:
     """qwen/qwen3_bridge.py::Qwen3Bridge.provider_bridge: RMSNorm, SwiGLU, no linear or QKV
     bias, q/k layernorm."""
@@ -1027,6 +1075,8 @@ ARCHITECTURES: dict[str, tuple[Callable[[_Hf], dict[str, Any]], str]] = {
         _map_qwen3_vl_dense, "Qwen3VLBridge -> Qwen3VLModelProvider (language model)"
     ),
     "Gemma3ForCausalLM": (_map_gemma3, "Gemma3ModelBridge -> Gemma3ModelProvider"),
+    "GemmaForCausalLM": (_map_gemma, "GemmaBridge -> GemmaModelProvider"),
+    "MistralForCausalLM": (_map_mistral, "MistralBridge -> MistralModelProvider"),
     "Gemma4ForCausalLM": (_map_gemma4, "Gemma4Bridge -> Gemma4ModelProvider"),
     "Gemma4ForConditionalGeneration": (
         _map_gemma4, "Gemma4VLBridge -> Gemma4VLModelProvider (language model)"
@@ -1126,11 +1176,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "sarvam/sarvam_mla_bridge.py::SarvamMLABridge",
         f"{_UNTESTABLE} ({_PARTIAL})",
     ),
-    "MistralForCausalLM": ("mistral/mistral_bridge.py::MistralBridge", _UNTESTABLE),
-    "GemmaForCausalLM": (
-        "gemma/gemma_bridge.py::GemmaBridge",
-        f"{_UNTESTABLE} (GeGLU with zero-centred RMSNorm and tied embeddings would map)",
-    ),
     "Gemma2ForCausalLM": (
         "gemma/gemma2_bridge.py::Gemma2Bridge",
         f"{_UNTESTABLE}; its attention / final logit soft-capping and query_pre_attn_scalar "
@@ -1151,7 +1196,8 @@ _REASONS: dict[str, tuple[str, str]] = {
         arch: (where, f"a vision-language release; {_NO_TEXT_BRIDGE} (see {text})")
         for arch, (where, text) in {
             "Mistral3ForConditionalGeneration": (
-                "ministral3/ministral3_bridge.py::Ministral3Bridge", "MistralForCausalLM"
+                "ministral3/ministral3_bridge.py::Ministral3Bridge", "MistralForCausalLM: mapped, "
+                "but this VL bridge's text fields were not read against it"
             ),
             "Gemma3ForConditionalGeneration": (
                 "gemma_vl/gemma3_vl_bridge.py::Gemma3VLBridge", "Gemma3ForCausalLM: mapped, but "
