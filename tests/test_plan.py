@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -232,7 +233,6 @@ def test_cp_transports_are_priced_as_te_moves_them() -> None:
     K/V hidden behind attention, a2a the Q/K/V/O (and their gradients) all-to-alls, allgather
     K/V gathered twice and dK/dV reduce-scattered, a2a+p2p the all-to-alls inside the inner
     group and the ring over the outer ones (DeepSeek-V3, MLA: 40,960 K/V elements a token)."""
-    from dataclasses import replace
 
     from moe_lint.plan.perf import Model, Plan, _bw, _inside, constants
     from moe_lint.plan.run import build
@@ -373,3 +373,96 @@ def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignor
     assert plan["warnings"][0]["message"].startswith("DP = 1: TP·PP·CP = 1·1·8")
     code, out, err = run_main(capsys, *args)
     assert code == 0 and "   PAR004: DP = 1" in out
+
+
+def test_readme_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's planner example is this code's output: every line it shows (the pruned list
+    is cut with '…') is a line of the same command's output, in the same order."""
+    import re
+    import shlex
+
+    from conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("$ moe-lint plan --model deepseek-v3 --gpu h100 --gpus 256 --seq 131072 "
+                       "--precision fp8-blockwise \\\n")  # fmt: skip
+    block = text[start : text.index("\n```", start)].splitlines()
+    command = shlex.split(block[0].removeprefix("$ ").removesuffix("\\") + block[1])
+
+    def timeless(line: str) -> str:  # the search's own seconds differ run to run
+        return re.sub(r" in \d+\.\d+ s;", " in N s;", line)
+
+    shown = [timeless(line) for line in block[2:] if line.strip() != "…"]
+    code, out, _ = run_main(capsys, *command[1:])
+    assert code == 0
+    lines = [timeless(line) for line in out.splitlines()]
+    at = 0
+    for line in shown:
+        assert line in lines[at:], f"README line not in the output (or out of order): {line!r}"
+        at = lines.index(line, at) + 1
+
+
+def test_step_time_splits_layers_as_the_memory_model_places_them() -> None:
+    """perf._stage_layers is analysis/placement.py::place's split: account_for_embedding /
+    account_for_loss take a layer's worth off the first and last ranks (Qwen3-235B's 94 layers
+    at PP 8 × VPP 4: 11 on ranks 0 and 7, 12 elsewhere), first/last stage counts are honoured,
+    and a layout's stages are read as written."""
+    from moe_lint.analysis.placement import place
+    from moe_lint.plan.perf import Plan, _stage_layers
+
+    base = Plan(tp=1, pp=8, cp=1, ep=1, etp=1, vpp=4, world=8, mbs=1, gbs=64, seq=4096)
+    split = replace(base, split=(None, None, True, True))
+    assert [len(r) for r in _stage_layers(94, 0, split)] == [11, 12, 12, 12, 12, 12, 12, 11]
+    assert [len(r) for r in _stage_layers(94, 0, base)] == [12, 12, 12, 12, 12, 12, 11, 11]
+    uneven = replace(base, vpp=1, split=(5, 5, False, False))
+    ranks = _stage_layers(62, 1, uneven)  # 61 layers + one MTP depth on the last rank
+    placed = place(num_layers=61, mtp=1, pp=8, vpp=None, first=5, last=5).rank_layers()
+    assert [len(r) for r in ranks[:-1]] == placed[:-1] and len(ranks[-1]) == placed[-1] + 1
+
+
+def test_a_recipe_plan_emits_its_run_recipe_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """--model RECIPE_NAME plans from what a released Bridge recipe sets (as the launch-script
+    reader applies it); --emit-format hydra writes the plan as run_recipe.py --recipe NAME
+    Hydra overrides (only what differs from the recipe) that lint without an error and read
+    back as the plan's layout. A preset base, or a changed precision recipe, is one usage line."""
+    from moe_lint.config.overrides import parse_override
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import lint_text
+
+    args = ["plan", "--model", "deepseek_v3_pretrain_config", "--gpu", "h100", "--gpus", "256",
+            "--seq", "32768", "--top", "2"]  # fmt: skip
+    code, table, _ = run_main(capsys, *args)
+    assert code == 0 and "deepseek_v3_pretrain_config on 256" in table
+    code, text, _ = run_main(capsys, *args, "--emit", "1", "--emit-format", "hydra")
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/bash" and "gpus=256" in lines[1] and "of recipe" in lines[2]
+    assert (
+        "torchrun --nnodes=32 --nproc_per_node=8 scripts/training/run_recipe.py --recipe "
+        "deepseek_v3_pretrain_config" in text
+    )
+    words = [line.strip().removesuffix(" \\").strip("'") for line in lines[5:]]
+    got = {".".join(map(str, o.path)): o.value for o in map(parse_override, words)}
+    result = run(Options(model="deepseek_v3_pretrain_config", gpu="h100", gpus=(256,),
+                         seq=32768, top=2))  # fmt: skip
+    p = result.shown[0].plan
+    assert got["model.context_parallel_size"] == p.cp and got["model.seq_length"] == 32768
+    from moe_lint.config import bridge_recipes
+
+    own = bridge_recipes.lookup("deepseek_v3_pretrain_config").values  # type: ignore[union-attr]
+    for key, value in (("model.tensor_model_parallel_size", p.tp),
+                       ("model.pipeline_model_parallel_size", p.pp),
+                       ("model.expert_model_parallel_size", p.ep)):  # fmt: skip
+        assert got.get(key, own.get(key)) == value  # not written: the recipe's own value
+    linted = lint_text(text, load_catalogue(), path="plan.sh")
+    assert linted.error is None
+    assert not [f for f in linted.findings if str(f.severity).endswith("error")], text
+    for bad, why in (
+        (["--model", "deepseek-v3"], "plan with --model RECIPE_NAME"),
+        (["--model", "deepseek_v3_pretrain_config", "--precision", "fp8-blockwise"],
+         "use the YAML form"),
+    ):  # fmt: skip
+        argv = ["plan", *bad, "--gpu", "h100", "--gpus", "256", "--top", "1", "--emit", "1",
+                "--emit-format", "hydra"]  # fmt: skip
+        code, _, err = run_main(capsys, *argv)
+        assert code == 2 and why in err and len(err.strip().splitlines()) == 1, err

@@ -708,6 +708,13 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="a rich table on a terminal (auto)")  # fmt: skip
     parser.add_argument("--emit", type=int, metavar="N", help="write plan N as Bridge YAML")
+    parser.add_argument(
+        "--emit-format",
+        choices=("yaml", "hydra"),
+        default="yaml",
+        help="--emit as a Bridge YAML (default) or, for --model RECIPE_NAME, the "
+        "run_recipe.py --recipe command with Hydra overrides",
+    )
     parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
     ns = parser.parse_args(argv)
     if ns.gpus:
@@ -722,6 +729,8 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     plan_args.number("--top", ns.top, MAX_PLANS, "bounds.MAX_PLANS")
     if ns.emit is not None:
         plan_args.number("--emit", ns.emit, MAX_PLANS, "bounds.MAX_PLANS")
+    if ns.emit_format != "yaml" and ns.emit is None:
+        raise UsageError("--emit-format is the form of --emit N")
     if ns.output is not None:
         if ns.emit is None:
             raise UsageError("-o names the file for --emit N")
@@ -770,9 +779,16 @@ def _cmd_plan(argv: list[str]) -> int:
                   file=sys.stderr)  # fmt: skip
             return EXIT_FINDINGS
         cand = result.shown[ns.emit - 1]
-        text = emit_text(result.request, cand, ns.model, result.settings, result.base_is_yaml,
-                         result.mixed_recipe, result.base_text,
-                         ns.emit)  # fmt: skip
+        if ns.emit_format == "hydra":
+            # Lazy: the planner loads only for `moe-lint plan`.
+            from moe_lint.plan.emit import emit_hydra
+
+            text = emit_hydra(result.request, cand, ns.model, result.settings,
+                              result.mixed_recipe, ns.emit)  # fmt: skip
+        else:
+            text = emit_text(result.request, cand, ns.model, result.settings,
+                             result.base_is_yaml, result.mixed_recipe, result.base_text,
+                             ns.emit)  # fmt: skip
         if ns.output:
             plan_args.write_output(ns.output, text)
         else:

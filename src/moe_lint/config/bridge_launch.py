@@ -687,7 +687,7 @@ def _leaves(dotted: str) -> list[str]:
     if not section:
         return [dotted]
     out = [f"{dotted}.{k}" for k in section]
-    if dotted == "mixed_precision":  # it sets the model fields it shares (see _recipe_data)
+    if dotted == "mixed_precision":  # it sets the model fields it shares (see recipe_data)
         model = fields.section("model")
         out += [f"model.{k}" for k in MP_DEFAULTS if k in model]
     return out
@@ -1048,7 +1048,7 @@ def _read(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Context) -> L
         launch.notes.append(
             "the training mode is not known (no --mode, and the recipe's name does not say)"
         )
-    data = _recipe_data(recipe)
+    data = recipe_data(recipe)
     spans = _recipe_spans(data, where.span(anchor))
     bench = recipe.benchmark
     if bench is not None and bench["task"] in ("sft", "peft") and _text_step(recipe_name):
@@ -1071,7 +1071,7 @@ def _read(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Context) -> L
     return document
 
 
-def _recipe_data(recipe: bridge_recipes.Recipe) -> dict[str, Any]:
+def recipe_data(recipe: bridge_recipes.Recipe) -> dict[str, Any]:
     """The recipe's values as a config tree. With a mixed-precision config, the model fields it
     shares are its values (training/mixed_precision.py::update_config_with_precision_overrides
     sets each one), so the recipe's own values of them are not the run's and are left out."""
@@ -1536,7 +1536,7 @@ def _perf_document(entry: Entry, text: str, path: str, had_bom: bool, ctx: _Cont
     launch = Launch(name, recipe.function, recipe.kind, _train_mode(task), runner="perf")
     launch.unknown.update(recipe.unknown)
     launch.notes += notes
-    data = _recipe_data(recipe)
+    data = recipe_data(recipe)
     anchor = values.get("model_recipe_name")
     spans = _recipe_spans(data, where.span(anchor) if anchor is not None else None)
     # run_script.py::_apply_perf_recipe_overrides: the Hydra overrides first, then the

@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any
 
 from moe_lint.analysis.params import Arch, LayerParams, count_params
+from moe_lint.analysis.placement import place
 
 
 @cache
@@ -105,6 +106,10 @@ class Plan:
     capacity: float = 0.0
     #: padded to the capacity (moe_pad_expert_input_to_capacity): every rank receives it
     padded: bool = False
+    #: the config's other split fields, as analysis/placement.py::place reads them:
+    #: (num_layers_in_first_pipeline_stage, ..._last_..., account_for_embedding_in_pipeline_split,
+    #: account_for_loss_in_pipeline_split); the search's plans write a layout instead
+    split: tuple[int | None, int | None, bool, bool] = (None, None, False, False)
 
     @property
     def dp(self) -> int:
@@ -561,7 +566,7 @@ class Model:
     def _stage_kinds(self, p: Plan) -> list[tuple[bool, list[tuple[LayerCost, int]]]]:
         """Per distinct pipeline rank: is it the last, and each distinct layer cost with how many
         layers of it the rank has."""
-        key = (p.pp, p.vpp, p.layout)
+        key = (p.pp, p.vpp, p.layout, p.split)
         found = self._stages.get(key)
         if found is None:
             found = []
@@ -685,21 +690,34 @@ class Model:
 
 
 def _stage_layers(n: int, mtp: int, p: Plan) -> list[list[int]]:
-    """Layer indices per pipeline rank (all its virtual chunks); MTP depths on the last rank."""
+    """Layer indices per pipeline rank (all its virtual chunks); MTP depths on the last rank.
+    The split is Megatron-Core's as analysis/placement.py::place computes it for the memory
+    model: a layout's stages, the first/last stage counts, or the even split with
+    account_for_embedding / account_for_loss."""
     main = n - mtp
     if p.pp == 1:
         return [list(range(n))]
-    chunks = p.pp * p.vpp
-    if p.layout is not None:
-        per_chunk = [sum(c) for c in p.layout]
-    else:
-        base, extra = divmod(main, chunks)
-        per_chunk = [base + (1 if i < extra else 0) for i in range(chunks)]
     ranks: list[list[int]] = [[] for _ in range(p.pp)]
-    index = 0
-    for chunk, count in enumerate(per_chunk):
-        ranks[chunk % p.pp].extend(range(index, min(main, index + count)))
-        index += count
+    if p.layout is not None:
+        index = 0
+        for chunk, count in enumerate(sum(c) for c in p.layout):
+            ranks[chunk % p.pp].extend(range(index, min(main, index + count)))
+            index += count
+    else:
+        first, last, emb, loss = p.split
+        placement = place(num_layers=main, mtp=mtp, pp=p.pp, vpp=p.vpp if p.vpp > 1 else None,
+                          first=first, last=last, emb=emb, loss=loss)  # fmt: skip
+        if placement.stages:
+            for stage in placement.stages:
+                ranks[stage.rank].extend(i for i in stage.layers if i < main)
+        else:  # a split Megatron-Core rejects: the even spread (the linter reports the split)
+            chunks = p.pp * p.vpp
+            base, extra = divmod(main, chunks)
+            index = 0
+            for chunk in range(chunks):
+                count = base + (1 if chunk < extra else 0)
+                ranks[chunk % p.pp].extend(range(index, index + count))
+                index += count
     ranks[-1].extend(range(main, n))
     return ranks
 

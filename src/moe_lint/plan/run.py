@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from moe_lint.config.mixed_precision import model_precision
@@ -104,6 +105,9 @@ def _base_document(opts: Options) -> tuple[Any, bool]:
     path = Path(opts.model)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return load_file(str(path)), True
+    recipe = recipe_base(opts.model)
+    if recipe is not None:
+        return parse_text(recipe, f"<recipe {opts.model}>"), True
     seq = opts.seq or 4096
     text = f"model:\n  seq_length: {seq}\ndataset:\n  seq_length: {seq}\n"
     return parse_text(text, "<plan>"), False
@@ -319,8 +323,45 @@ def _base_text(opts: Options, fs: Any, is_yaml: bool) -> str:
         # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
         from pathlib import Path
 
-        return Path(opts.model).read_text(encoding="utf-8")
+        path = Path(opts.model)
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            return path.read_text(encoding="utf-8")
+        return recipe_base(opts.model) or ""
     return ""
+
+
+@cache
+def recipe_base(name: str) -> str | None:
+    """A released Megatron Bridge recipe named as the plan's model (``--model
+    deepseek_v3_pretrain_config``) as the YAML base the planner reads: what the recipe sets, as
+    the launch-script reader applies it (config/bridge_launch.py::recipe_data), naming the
+    preset of its HF checkpoint. None when ``name`` is no recipe (a preset or a path)."""
+    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
+    import yaml
+
+    # Lazy: the recipe table and the launch reader load only for a recipe-named base.
+    from moe_lint.config import bridge_recipes
+    from moe_lint.config.bridge_launch import recipe_data
+    from moe_lint.config.settings import model_presets, preset_key
+
+    if name in model_presets() or "/" in name or name.endswith((".yaml", ".yml", ".json")):
+        return None
+    recipe = bridge_recipes.lookup(name)
+    if recipe is None:
+        return None
+    hf = (recipe.model or {}).get("hf")
+    preset = preset_key(hf) if isinstance(hf, str) else None
+    if preset is None:
+        raise UsageError(
+            f"recipe {name}: its model ({hf or 'not read from the recipe'}) is not one of "
+            "moe-lint's presets, so its architecture is not known (see `moe-lint models`)"
+        )
+    data = recipe_data(recipe)
+    if recipe.mixed_precision and not data.get("mixed_precision"):
+        data["mixed_precision"] = recipe.mixed_precision
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    head = f"# moe-lint: model={preset}\n# Megatron Bridge recipe {name} ({recipe.function})\n"
+    return head + body
 
 
 def _lint_error(

@@ -545,18 +545,44 @@ class _Memory:
             min(p.microbatches, p.pp * p.vpp * 2),
         )
 
+    def screened(self, p: Plan) -> frozenset[int]:
+        """The pipeline ranks the search estimates (run() re-checks every rank): the first two
+        (most micro-batches in flight), the last (the output layer and loss), and the first
+        rank holding the most MoE layers and the first holding the most layers: the states
+        follow the layers, and a model whose first layers are dense (DeepSeek-V3's three)
+        peaks on the first rank whose layers are all MoE (rank 2 of PP 16 × VPP 2)."""
+        ranks = {0, 1, p.pp - 1}
+        if p.pp > 2:
+            kinds = [ffn == "moe" for _, ffn in self.req.arch.layers]
+            stages = p.pp * p.vpp
+            counts = (
+                [sum(c) for c in p.layout]
+                if p.layout and len(p.layout) == stages
+                else [len(kinds) * (i + 1) // stages - len(kinds) * i // stages
+                      for i in range(stages)]
+            )  # fmt: skip
+            layers, moe = [0] * p.pp, [0] * p.pp
+            start = 0
+            for stage, n in enumerate(counts):
+                layers[stage % p.pp] += n
+                moe[stage % p.pp] += sum(kinds[start : start + n])
+                start += n
+            ranks.add(layers.index(max(layers)))
+            ranks.add(moe.index(max(moe)))
+        return frozenset(ranks)
+
     def central(self, p: Plan) -> float:
         k = self.key(p)
         if k not in self.cache:
             self.checks += 1
-            ranks = frozenset({0, 1, p.pp - 1})  # screening: run() re-checks every rank
+            ranks = self.screened(p)  # screening: run() re-checks every rank
             self.cache[k] = self.estimate(p, bounds=False, ranks=ranks).worst.total_gib
         return self.cache[k]
 
     def lower(self, p: Plan, first_rank: bool = False) -> float:
         """The lower bound MEM001 judges (what the plan needs at least) on the screened ranks,
         or on rank 0 alone (``first_rank``: enough to reject, since the worst is no less)."""
-        ranks = frozenset({0}) if first_rank else frozenset({0, 1, p.pp - 1})
+        ranks = frozenset({0}) if first_rank else self.screened(p)
         k = ("lower", ranks, *self.key(p))
         if k not in self.lower_cache:
             self.checks += 1

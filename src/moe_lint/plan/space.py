@@ -157,4 +157,15 @@ def plan_from_values(values: Mapping[str, Any], facts: Mapping[str, Any]) -> Pla
         routing=routing,
         capacity=capacity,
         padded=padded,
+        split=(
+            _count(values.get("model.num_layers_in_first_pipeline_stage")),
+            _count(values.get("model.num_layers_in_last_pipeline_stage")),
+            bool(values.get("model.account_for_embedding_in_pipeline_split")),
+            bool(values.get("model.account_for_loss_in_pipeline_split")),
+        ),
     )
+
+
+def _count(value: Any) -> int | None:
+    """A layer count field as place() takes it (None: unset or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
