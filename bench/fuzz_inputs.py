@@ -176,7 +176,10 @@ PLAN_OPTIONS: list[tuple[str, list[str]]] = [
                "recompute=core_attn,moe_act", "x=1", "model.x=1", "model.num_layers=0",
                "model.seq_length=" + "9" * 5000, "=", "tp", "train.global_batch_size=-1"]),
     ("-o", ["/dev/full", ".", "no/such/dir/x.yaml", "/proc/version"]),
-    ("--model", ["nosuch", "", "~nobody/x", "/dev/zero", "x" * 5000]),
+    ("--model", ["nosuch", "", "~nobody/x", "/dev/zero", "x" * 5000,
+                 "deepseek_v3_pretrain_config", "qwen3_30b_a3b_pretrain_config",
+                 "llama3_8b_pretrain_config", "nosuch_pretrain_config", "x" * 300 + "_config"]),
+    ("--emit-format", ["hydra", "yaml", "mlm", ""]),
 ]  # fmt: skip
 
 
