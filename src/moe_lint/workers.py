@@ -19,7 +19,6 @@ the platform has one: the file gets the same one-line error and nothing is writt
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -81,6 +80,9 @@ def workers_for(count: int) -> int:
     file_timeout()  # a bad value is an error whether or not workers start
     if count < MIN_FILES or wanted == 1:
         return 1
+    # Lazy: multiprocessing (~7 ms of imports) only from MIN_FILES files on.
+    import multiprocessing
+
     try:
         multiprocessing.get_context("fork")
     except ValueError:
@@ -156,6 +158,7 @@ def _death(process: Any) -> str:
 
 def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
     # Lazy: multiprocessing only when several workers run.
+    import multiprocessing
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
