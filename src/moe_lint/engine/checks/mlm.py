@@ -54,6 +54,7 @@ def _bind_releases() -> None:
 
         globals().update({name: getattr(mlm_releases, name) for name in _RELEASE_NAMES})
 
+
 FORM = "megatron-lm"
 
 #: Flags after which validate_args does not see the command line's values: a YAML file
