@@ -455,14 +455,19 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.workers import lint_many
 
         paths = [t.path for t in targets if _lintable(t) and t.path != STDIN]
+        # Only the text format's code frames read a file's text: the others keep none of it.
+        keep_text = fmt == "text"
         linted = iter(
-            lint_many(paths, catalogue, settings, overrides, cli_cluster, _as_input_error)
+            lint_many(
+                paths, catalogue, settings, overrides, cli_cluster, _as_input_error, keep_text
+            )
         )
         for target in targets:
             if not _lintable(target):
                 results.append(FileResult(target.path, error=target.error, notice=target.notice))
             elif target.path == STDIN:
-                results.append(slim(_stdin_result(ns, catalogue, settings, overrides, cli_cluster)))
+                stdin = _stdin_result(ns, catalogue, settings, overrides, cli_cluster)
+                results.append(slim(stdin, keep_text))
             else:
                 results.append(next(linted))
     if mlm_words:
