@@ -58,14 +58,38 @@ WATCHED = ("rich", "ruamel", "jsonschema", "pydantic", "simpleeval", "importlib.
 TARGETS = {  # name: (target, True when the measured value must be at most the target)
     "single_floor": (1.25, True),
     "single_yamllint": (1.3, True),
+    "short_yamllint": (1.0, True),  # issue 25: the pre-commit case, one short override file
+    "short_import_yaml": (2.5, True),
     "batch_yamllint": (5.0, False),
     "batch_parse": (3.0, True),
     "memory_estimate_ms": (20.0, True),
     "plan_search_s": (1.0, True),
 }
 
+#: A real 40-line override file: the pre-commit hook's typical input (tests/test_startup_budget.py
+#: holds its module budget; section a times it against yamllint and `import yaml`).
+SHORT_FILE = (
+    "tests/data/corpus/megatron-bridge/examples/quantization/conf/"
+    "quantized_llama3_8b_pretrain_override_example.yaml"
+)
+# Counts the modules a run imports after interpreter start-up, inside the console script's
+# entry point (moe_lint.cli.run) just before it exits.
+MODULE_COUNT = (
+    "import os, sys\n"
+    "before = set(sys.modules)\n"
+    "real_exit = os._exit\n"
+    "def counted(code):\n"
+    "    sys.stderr.write(f'MODULES {len(set(sys.modules) - before)}\\n')\n"
+    "    real_exit(code)\n"
+    "os._exit = counted\n"
+    "from moe_lint import cli\n"
+    "sys.argv = ['moe-lint', *sys.argv[1:]]\n"
+    "cli.run()\n"
+)
+
 # (file, extra moe-lint arguments) for section a.
 SINGLE_FILES: list[tuple[str, list[str]]] = [
+    (SHORT_FILE, []),
     (
         "tests/data/corpus/megatron-bridge/examples/recipes/kimi/conf/"
         "kimi_k2_pretrain_override_example.yaml",
@@ -211,6 +235,8 @@ def single(files: list[tuple[str, list[str]]], runs: int, moe: str, yamllint: st
         f"**{floor[0]:.1f} ms** (min {floor[1]:.1f}), peak RSS {floor_rss:.1f} MiB. "
         f'For reference `python -c "import yaml"`: {just_yaml[0]:.1f} ms.',
         "",
+        *short_line(runs, moe, yamllint, just_yaml[0]),
+        "",
         "| file | `moe-lint FILE` ms (min) | `yamllint FILE` ms (min) | moe-lint ÷ floor "
         "| moe-lint ÷ yamllint | moe-lint peak RSS MiB | yamllint peak RSS MiB |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -254,6 +280,37 @@ def single(files: list[tuple[str, list[str]]], runs: int, moe: str, yamllint: st
                 f"{verdict(key, worst)} |"
             )
     return out, summary
+
+
+def short_line(runs: int, moe: str, yamllint: str | None, just_yaml: float) -> list[str]:
+    """The pre-commit line: the short override file, cold, interleaved with yamllint and
+    `python -c "import yaml"` (one run of each per round, so load hits all alike), and the
+    modules the run imports."""
+    cmds = {"moe": [moe, SHORT_FILE], "yaml": [PY, "-c", "import yaml"]}
+    if yamllint:
+        cmds["yamllint"] = [yamllint, SHORT_FILE]
+    for _ in range(WARMUP):
+        for cmd in cmds.values():
+            run_once(cmd, (0, 1))
+    samples: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        for key, cmd in cmds.items():
+            samples[key].append(run_once(cmd, (0, 1)) * 1000)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    proc = sh([PY, "-c", MODULE_COUNT, SHORT_FILE], capture_output=True)
+    check([PY, "-c", "MODULE_COUNT"], proc, (0, 1))
+    found = re.search(r"MODULES (\d+)", proc.stderr)
+    modules = found[1] if found else "?"
+    yl = (f"`yamllint` {med['yamllint']:.1f} ms: **{ratio(med['moe'], med['yamllint'])}** "
+          f"({verdict('short_yamllint', med['moe'] / med['yamllint'])})"
+          if yamllint else "yamllint not installed")  # fmt: skip
+    return [
+        f"Pre-commit case, `moe-lint {Path(SHORT_FILE).name}` (40 lines), {runs} interleaved "
+        f"rounds: **{med['moe']:.1f} ms** median; {yl}; `import yaml` {med['yaml']:.1f} ms "
+        f"(reference above: {just_yaml:.1f} ms): **{ratio(med['moe'], med['yaml'])}** "
+        f"({verdict('short_import_yaml', med['moe'] / med['yaml'])}); {modules} modules imported "
+        "after interpreter start-up (tests/test_startup_budget.py holds the budget)."
+    ]
 
 
 # ---------------------------------------------------------------- b + d. many configs

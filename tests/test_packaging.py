@@ -14,9 +14,11 @@ PROBE = (
     "import moe_lint, moe_lint.engine.catalogue as c; "
     # Served from the generated module: no pack is read or compiled in this process.
     "compiled = []; c.load_pack = lambda path, checks: compiled.append(path) or []; "
+    # Whether the staleness digest of packs and engine was computed (a checkout only).
+    "hashed = []; h = c.shipped_hash; c.shipped_hash = lambda *a: hashed.append(1) or h(*a); "
     "print(moe_lint.__file__); print(c.builtin_rules_dir()); "
     "print(len(c.load_catalogue(plugins=False).rules)); "
-    "print(c.shipped_module() is not None and compiled == [])"
+    "print(c.shipped_module() is not None and compiled == []); print(bool(hashed))"
 )
 
 
@@ -29,11 +31,12 @@ def _probe(pythonpath: Path, cwd: Path) -> list[str]:
 
 
 def test_source_checkout_finds_top_level_rules(tmp_path: Path) -> None:
-    module, rules_dir, count, precompiled = _probe(REPO / "src", tmp_path)
+    module, rules_dir, count, precompiled, hashed = _probe(REPO / "src", tmp_path)
     assert Path(module).is_relative_to(REPO / "src")
     assert Path(rules_dir) == REPO / "rules"
     assert int(count) >= 30
     assert precompiled == "True"
+    assert hashed == "True"  # a checkout can be edited: the generated module is checked
 
 
 def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
@@ -80,11 +83,14 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    module, rules_dir, count, precompiled = _probe(target, tmp_path)
+    module, rules_dir, count, precompiled, hashed = _probe(target, tmp_path)
     assert Path(module).is_relative_to(target)
     assert Path(rules_dir) == target / "moe_lint" / "rules"
     assert int(count) >= 30
     assert precompiled == "True"
+    assert hashed == "False"  # generated from the very files it ships with: no digest per run
+    (entry_points,) = target.glob("moe_lint-*.dist-info/entry_points.txt")
+    assert "moe-lint = moe_lint.cli:run" in entry_points.read_text()
     env = {**os.environ, "PYTHONPATH": str(target), "HOME": str(tmp_path / "home")}
     env = {k: v for k, v in env.items() if not k.startswith(("MOE_LINT", "XDG_"))}
     example = REPO / "examples" / "dsv3_128k_h100_broken.yaml"
@@ -121,7 +127,7 @@ def test_wheel_built_from_a_stale_checkout_ships_fresh_rules(tmp_path: Path) -> 
     (wheel,) = wheel_dir.glob("moe_lint-*.whl")
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
-    *_, precompiled = _probe(target, tmp_path)
+    *_, precompiled, _ = _probe(target, tmp_path)
     assert precompiled == "True"
     generated = (target / "moe_lint" / "engine" / "_compiled_rules.py").read_text()
     assert "NO DP HEADROOM" in generated and "no data-parallel headroom" not in generated

@@ -1,5 +1,5 @@
 """Allow ``python -m moe_lint``."""
 
-from moe_lint.cli import main
+from moe_lint.cli import run
 
-raise SystemExit(main())
+run()

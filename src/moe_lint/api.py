@@ -535,10 +535,21 @@ def _overrides(overrides: Sequence[str]) -> list[Override]:
     return parsed
 
 
+#: The catalogue of shipped packs and installed plugins, loaded once per process (~3 ms a call
+#: before): nothing in it can change while the process runs. Settings that name rule packs
+#: (files of the linted repository, which may be edited between calls) load them every call.
+_CATALOGUE: list[Catalogue] = []
+
+
 def _catalogue(settings: Settings) -> Catalogue:
     """The rules ``moe-lint`` loads (shipped packs, plugins, the settings' packs), selectors
     checked before anything is linted."""
-    catalogue = load_catalogue(extra_packs=settings.rules)
+    if settings.rules:
+        catalogue = load_catalogue(extra_packs=settings.rules)
+    else:
+        if not _CATALOGUE:
+            _CATALOGUE.append(load_catalogue())
+        catalogue = _CATALOGUE[0]
     check_selectors(catalogue, settings)
     return catalogue
 

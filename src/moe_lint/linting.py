@@ -45,15 +45,19 @@ class FileResult:
     doc: Document | None = None
 
 
-def slim(result: FileResult) -> FileResult:
+def slim(result: FileResult, keep_text: bool = True) -> FileResult:
     """Keep only what the report needs: the findings and the text for code frames.
 
     A parsed document (values, spans, the normalized config behind the findings) costs about
     0.9 MiB for a full Bridge dump; holding every one until the report is written made a
     1,000-file run take 0.9 GB. Workers and the one-process path both slim each result.
+    Without ``keep_text`` (every format but ``text``, whose code frames are the only reader of
+    a linted file's text) the document goes too, so memory stays flat in the number of files.
     """
     doc = result.doc
-    if doc is not None:
+    if doc is not None and not keep_text:
+        result.doc = None
+    elif doc is not None:
         result.doc = Document(path=doc.path, text=doc.text, data={}, spans=doc.spans.__class__(),
                               had_bom=doc.had_bom)  # fmt: skip
     return result

@@ -19,7 +19,6 @@ the platform has one: the file gets the same one-line error and nothing is writt
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -81,6 +80,9 @@ def workers_for(count: int) -> int:
     file_timeout()  # a bad value is an error whether or not workers start
     if count < MIN_FILES or wanted == 1:
         return 1
+    # Lazy: multiprocessing (~7 ms of imports) only from MIN_FILES files on.
+    import multiprocessing
+
     try:
         multiprocessing.get_context("fork")
     except ValueError:
@@ -89,10 +91,10 @@ def workers_for(count: int) -> int:
 
 
 def _work(path: str) -> FileResult:
-    catalogue, settings, overrides, cluster, convert = (
-        _STATE[k] for k in ("catalogue", "settings", "overrides", "cluster", "convert")
+    catalogue, settings, overrides, cluster, convert, keep_text = (
+        _STATE[k] for k in ("catalogue", "settings", "overrides", "cluster", "convert", "keep_text")
     )
-    return slim(convert(lint_path(path, catalogue, settings, overrides, cluster)))
+    return slim(convert(lint_path(path, catalogue, settings, overrides, cluster)), keep_text)
 
 
 def _serve(conn: Any) -> None:
@@ -156,6 +158,7 @@ def _death(process: Any) -> str:
 
 def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
     # Lazy: multiprocessing only when several workers run.
+    import multiprocessing
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
@@ -274,18 +277,27 @@ def lint_one(
 
 
 def lint_many(
-    paths: list[str], catalogue: Any, settings: Any, overrides: Any, cluster: Any, convert: Any
+    paths: list[str],
+    catalogue: Any,
+    settings: Any,
+    overrides: Any,
+    cluster: Any,
+    convert: Any,
+    keep_text: bool = True,
 ) -> list[FileResult]:
     """Lint ``paths`` in order, on several processes when that pays.
 
-    Each result keeps only what the report needs (``lint.slim``), so memory does not grow with
-    the number of parsed documents.
+    Each result keeps only what the report needs (``lint.slim``; the file's text only with
+    ``keep_text``), so memory does not grow with the number of parsed documents.
     """
     jobs = workers_for(len(paths))
     if jobs == 1:
-        return [slim(lint_one(p, catalogue, settings, overrides, cluster, convert)) for p in paths]
+        return [
+            slim(lint_one(p, catalogue, settings, overrides, cluster, convert), keep_text)
+            for p in paths
+        ]
     _STATE.update(catalogue=catalogue, settings=settings, overrides=overrides, cluster=cluster,
-                  convert=convert)  # fmt: skip
+                  convert=convert, keep_text=keep_text)  # fmt: skip
     try:
         return _pool(paths, jobs, file_timeout())
     finally:

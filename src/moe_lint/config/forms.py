@@ -6,6 +6,7 @@ ConfigContainer root, the CLI's ``estimate`` to skip files that are not configs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: Top-level keys of Bridge's ConfigContainer, used to recognise a Bridge config at all.
@@ -40,3 +41,28 @@ def detect_root(data: dict[str, Any]) -> tuple[tuple[str, ...], str]:
     raise NotBridgeConfig(
         "not a Megatron Bridge config (no ConfigContainer sections such as model/train/dataset)"
     )
+
+
+# --- Megatron-LM launch scripts (config/mlm_args.py reads them) ---------------------------------
+
+_SHEBANG = re.compile(r"\A#!\s*\S*(?:/|env\s+)(?:ba|z|k|da)?sh\b")
+_FLAG_TOKEN = re.compile(r"(?:^|[\s(\"'=])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", re.M)
+_YAML_KEY = re.compile(r"^[A-Za-z_][\w.-]*\s*:(?:\s|$)", re.M)
+
+
+def looks_like_script(text: str, path: str) -> bool:
+    """A shell script: a shebang, a ``.sh`` name with shell text, or ``--flag`` tokens in
+    text that is not YAML-shaped (assignments, continuation lines, a python/torchrun call)."""
+    if _SHEBANG.match(text) or path.endswith((".sh", ".bash", ".slurm", ".sbatch")):
+        return True
+    if path.endswith((".yaml", ".yml", ".json")):
+        return False  # YAML by name: a shell script among them needs its shebang
+    head = text[:200_000]
+    if "--" not in head or re.search(r"^MODEL_ARGS\s*:", head, re.M):
+        return False
+    flags = len(_FLAG_TOKEN.findall(head))
+    if flags < 2:
+        return False
+    shellish = re.search(r"^\s*(?:export\s+)?[A-Za-z_]\w*=|\\\s*$|\b(torchrun|python3?|srun)\b",
+                         head, re.M)  # fmt: skip
+    return bool(shellish) and len(_YAML_KEY.findall(head)) * 4 < flags

@@ -26,7 +26,7 @@ from moe_lint.bounds import (
     bounded_str,
     number_too_long,
 )
-from moe_lint.config.forms import NotBridgeConfig, detect_root
+from moe_lint.config.forms import NotBridgeConfig, detect_root, looks_like_script
 from moe_lint.config.positions import Pos as Pos
 from moe_lint.config.positions import Span as Span
 from moe_lint.config.regular_file import read_file as read_file
@@ -531,12 +531,10 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     file.
     """
     _check_lines(text)
-    # Lazy: the Megatron-LM reader only for Megatron-LM input.
-    from moe_lint.config import mlm_args
-
-    if mlm_args.looks_like_script(text, path):
-        # Lazy: Bridge's launchers (run_recipe.py --recipe NAME k=v) before Megatron-LM's.
-        from moe_lint.config import bridge_launch
+    if looks_like_script(text, path):
+        # Lazy: the Megatron-LM reader (~25 ms of imports) only for Megatron-LM input, and
+        # Bridge's launchers (run_recipe.py --recipe NAME k=v) before Megatron-LM's.
+        from moe_lint.config import bridge_launch, mlm_args
 
         launch = bridge_launch.document(text, path, had_bom)
         if launch is not None:
@@ -576,6 +574,9 @@ def parse_text(text: str, path: str = "<string>", had_bom: bool = False) -> Docu
     if not isinstance(node, yaml.MappingNode):
         return _skipped(path, text, had_bom, "top level is a scalar, not a Megatron Bridge config")
     if any(isinstance(k, yaml.ScalarNode) and k.value == "MODEL_ARGS" for k, _ in node.value):
+        # Lazy: the Megatron-LM reader only for a MODEL_ARGS argument file.
+        from moe_lint.config import mlm_args
+
         if mlm_args.is_nemo_model_args(node):
             return _skipped(path, text, had_bom, mlm_args.SKIP_NEMO)
         return mlm_document(mlm_args.parse_model_args(text, path, node, had_bom))

@@ -34,6 +34,7 @@ import yaml
 
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
+from moe_lint.config.forms import looks_like_script as looks_like_script
 from moe_lint.config.mlm_releases import UNSET, MlmArgs, py_names, releases
 from moe_lint.config.positions import Pos, Span
 from moe_lint.config.shell import (
@@ -759,29 +760,10 @@ def parse_model_args(text: str, path: str, node: Any, had_bom: bool = False) -> 
     return to_document(path, text, result, had_bom, "MODEL_ARGS holds no Megatron-LM arguments")
 
 
-# --- format detection --------------------------------------------------------------------------
+# --- format detection ---------------------------------------------------------------------------
 
-_SHEBANG = re.compile(r"\A#!\s*\S*(?:/|env\s+)(?:ba|z|k|da)?sh\b")
-_FLAG_TOKEN = re.compile(r"(?:^|[\s(\"'=])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", re.M)
-_YAML_KEY = re.compile(r"^[A-Za-z_][\w.-]*\s*:(?:\s|$)", re.M)
-
-
-def looks_like_script(text: str, path: str) -> bool:
-    """A shell script: a shebang, a ``.sh`` name with shell text, or ``--flag`` tokens in
-    text that is not YAML-shaped (assignments, continuation lines, a python/torchrun call)."""
-    if _SHEBANG.match(text) or path.endswith((".sh", ".bash", ".slurm", ".sbatch")):
-        return True
-    if path.endswith((".yaml", ".yml", ".json")):
-        return False  # YAML by name: a shell script among them needs its shebang
-    head = text[:200_000]
-    if "--" not in head or re.search(r"^MODEL_ARGS\s*:", head, re.M):
-        return False
-    flags = len(_FLAG_TOKEN.findall(head))
-    if flags < 2:
-        return False
-    shellish = re.search(r"^\s*(?:export\s+)?[A-Za-z_]\w*=|\\\s*$|\b(torchrun|python3?|srun)\b",
-                         head, re.M)  # fmt: skip
-    return bool(shellish) and len(_YAML_KEY.findall(head)) * 4 < flags
+# looks_like_script lives in config/forms.py (loading a YAML file asks it without importing this
+# reader); re-exported here for the Megatron-LM callers.
 
 
 #: Why a NeMo 2 functional test is skipped (tests/functional_tests/shell_test_utils/

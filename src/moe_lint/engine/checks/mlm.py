@@ -22,22 +22,38 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from moe_lint.bounds import MAX_SUGGESTIONS
-from moe_lint.config.mlm_releases import (
-    UNSET,
-    MlmArgs,
-    flag_name,
-    flags_of,
-    py_names,
-    release_for,
-    releases_with,
-)
 from moe_lint.config.suggest import closest
 from moe_lint.config.versions import effective_version, stated_below
 from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.evaluate import Violation
 
 if TYPE_CHECKING:
+    from moe_lint.config.mlm_releases import (
+        UNSET,
+        MlmArgs,
+        flag_name,
+        flags_of,
+        py_names,
+        release_for,
+        releases_with,
+    )
     from moe_lint.engine.evaluate import Context
+
+#: The names of config/mlm_releases.py these checks use: bound into this module by _flags on the
+#: first Megatron-LM input, so a Bridge YAML file (whose lint runs these checks, which return
+#: at once) never loads the release table.
+_RELEASE_NAMES = (
+    "UNSET", "MlmArgs", "flag_name", "flags_of", "py_names", "release_for", "releases_with",
+)  # fmt: skip
+
+
+def _bind_releases() -> None:
+    if "UNSET" not in globals():
+        # Lazy: the release table (~3 ms) only for Megatron-LM input.
+        from moe_lint.config import mlm_releases
+
+        globals().update({name: getattr(mlm_releases, name) for name in _RELEASE_NAMES})
+
 
 FORM = "megatron-lm"
 
@@ -49,10 +65,14 @@ _REPLACED_BY = ("yaml_cfg",)
 
 
 def _flags(ctx: Context) -> list[Any]:
+    """The flags of Megatron-LM input (none for any other); every check starts here."""
     cfg = ctx.config
     if getattr(cfg, "form", None) != FORM:
         return []
-    return list(getattr(cfg.doc, "mlm_flags", None) or [])
+    flags = list(getattr(cfg.doc, "mlm_flags", None) or [])
+    if flags:
+        _bind_releases()
+    return flags
 
 
 def _release(ctx: Context) -> str | None:

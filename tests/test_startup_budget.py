@@ -1,0 +1,86 @@
+"""The start-up import budget of a pre-commit run: one short override file, from a cold process.
+
+A hook starts ``moe-lint FILE`` on every commit, so what it imports is what users wait for
+(issue 25: 205 modules after start-up before, 178 after). The count is of modules imported after
+interpreter start-up (a bare interpreter's own modules, which vary with the environment, are
+not counted), taken inside the real entry point (moe_lint.cli.run) just before it exits, so
+modules loaded through importlib.import_module (check modules, the compiled catalogue) count
+too. Counts cannot be moved by machine load, unlike timings (bench/bench.py times the same run
+against yamllint).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+#: A real ~40-line Bridge override file (NVIDIA's example).
+SHORT = (
+    REPO / "tests/data/corpus/megatron-bridge/examples/quantization/conf/"
+    "quantized_llama3_8b_pretrain_override_example.yaml"
+)
+
+#: Measured after issue 25 (with PyYAML's C loader), plus a small margin; raise it only with a
+#: reason, and prefer a lazy import.
+BUDGET = 185
+
+#: Imported for features a YAML override file does not use.
+NOT_FOR_A_YAML_FILE = (
+    "multiprocessing",  # workers: only from workers.MIN_FILES files on
+    "moe_lint.config.mlm_args",  # the Megatron-LM reader
+    "moe_lint.config.shell",
+    "moe_lint.config.mlm_releases",  # the Megatron-LM release table
+    "moe_lint.config.bridge_launch",
+    "moe_lint.analysis.memory",  # the memory model: no GPU given
+    "moe_lint.output.formats",  # machine formats
+    "moe_lint.plan",
+    "importlib.metadata",
+)
+
+HARNESS = """
+import os, sys
+before = set(sys.modules)
+real_exit = os._exit
+def counted(code):
+    new = sorted(set(sys.modules) - before)
+    sys.stderr.write("MODULES " + " ".join(new) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = counted
+from moe_lint import cli
+sys.argv = ["moe-lint", *sys.argv[1:]]
+cli.run()
+"""
+
+
+def _modules(*args: str) -> tuple[int, list[str], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOE_LINT")}
+    proc = subprocess.run(
+        [sys.executable, "-c", HARNESS, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    head, _, tail = proc.stderr.rpartition("MODULES ")
+    assert head == "" and tail, proc.stderr
+    return proc.returncode, tail.split(), proc.stdout
+
+
+def test_short_override_stays_inside_the_module_budget() -> None:
+    code, modules, out = _modules(str(SHORT))
+    assert code in (0, 1) and str(SHORT.name) in out  # it linted and reported through run()
+    assert len(modules) <= BUDGET, f"{len(modules)} modules imported (budget {BUDGET})"
+
+
+def test_nothing_imported_for_features_a_yaml_file_does_not_use() -> None:
+    _, modules, _ = _modules(str(SHORT))
+    loaded = [
+        m for m in NOT_FOR_A_YAML_FILE if any(x == m or x.startswith(m + ".") for x in modules)
+    ]
+    assert loaded == []
