@@ -27,7 +27,7 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -76,25 +76,30 @@ def _tsv() -> dict[int, dict[str, str]]:
     return {row.line: row.values for row in published_rows.read_rows(TSV)[1]}
 
 
-@cache
-def rows() -> tuple[Row, ...]:
-    """Every published row with a config, in file order."""
+def _configs(folder: Path, tsv: str) -> Iterator[tuple[Path, int, Any, dict[str, Any], Any]]:
+    """(path, TSV line, values, facts, settings) of every config in ``folder`` that cites its
+    line in ``tsv``, read as the linter reads it."""
     from moe_lint.analysis.memory_facts import config_values, model_inputs
     from moe_lint.config.load import load_file
     from moe_lint.config.settings import Settings
     from moe_lint.linting import prepare
 
-    table = _tsv()
-    out: list[Row] = []
-    for path in sorted(ROWS.glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        found = re.search(r"published-performance\.tsv line (\d+)", text)
+    for path in sorted(folder.glob("*.yaml")):
+        found = re.search(re.escape(tsv) + r" line (\d+)", path.read_text(encoding="utf-8"))
         if not found:
             continue
-        line = int(found.group(1))
-        row = table[line]
         cfg, facts, fs = prepare(load_file(str(path)), Settings(), [], {})
         plain = model_inputs({n: f.value for n, f in facts.values.items()})
+        yield path, int(found.group(1)), config_values(cfg), plain, fs
+
+
+@cache
+def rows() -> tuple[Row, ...]:
+    """Every published row with a config, in file order, then the long-context rows."""
+    table = _tsv()
+    out: list[Row] = []
+    for path, line, values, plain, fs in _configs(ROWS, "published-performance.tsv"):
+        row = table[line]
         tflops = row.get("model_tflops_per_gpu", "")
         out.append(
             Row(
@@ -106,7 +111,7 @@ def rows() -> tuple[Row, ...]:
                 precision_label=row["precision"],
                 published=float(row["tokens_per_sec_per_gpu"]),
                 published_tflops=float(tflops) if re.fullmatch(r"[\d.]+", tflops) else None,
-                values=config_values(cfg),
+                values=values,
                 facts=plain,
                 model_key=fs.model,
             )
@@ -120,31 +125,21 @@ def _long_context_rows() -> tuple[Row, ...]:
     the model FLOPs per token the planner counts (Bridge's flop_utils)."""
     import long_context_rows
 
-    from moe_lint.analysis.memory_facts import config_values, model_inputs
     from moe_lint.analysis.params import Arch
-    from moe_lint.config.load import load_file
-    from moe_lint.config.settings import Settings, gpu_specs
-    from moe_lint.linting import prepare
+    from moe_lint.config.settings import gpu_specs
     from moe_lint.plan.perf import Hardware, Model
 
     table = dict(long_context_rows.read_rows())
     out: list[Row] = []
-    for path in sorted(LONG.glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        found = re.search(r"published-long-context\.tsv line (\d+)", text)
-        if not found:
-            continue
-        row = table[int(found.group(1))]
-        cfg, facts, fs = prepare(load_file(str(path)), Settings(), [], {})
-        values = config_values(cfg)
-        plain = model_inputs({n: f.value for n, f in facts.values.items()})
+    for path, line, values, plain, fs in _configs(LONG, "published-long-context.tsv"):
+        row = table[line]
         hw = Hardware.from_spec(str(fs.gpu), gpu_specs()[str(fs.gpu)])
         model = Model.build(Arch.from_mapping(values), hw, int(plain["seq"]), values)
         tflops = float(row["value"])
         out.append(
             Row(
                 file=path.name,
-                line=int(found.group(1)),
+                line=line,
                 release="ModelZoo",
                 model=row["model"],
                 gpu=str(fs.gpu),

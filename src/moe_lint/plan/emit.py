@@ -82,27 +82,6 @@ def emit_text(
     return _directive(req, fs, preset, cand.plan.world) + "\n" + header(cand, rank, model) + body
 
 
-#: A Hydra value written without quotes (what Bridge's override grammar reads as a plain word).
-_PLAIN = re.compile(r"[A-Za-z0-9_.+\-]+")
-
-
-def _hydra_value(value: Any) -> str:
-    """A value as a Hydra override writes it (booleans lower-case, None as null, lists in
-    brackets, a string with anything but word characters in double quotes)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_hydra_value(v) for v in value) + "]"
-    text = str(value)
-    if _PLAIN.fullmatch(text) and text not in ("null", "true", "false"):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _shell_word(text: str) -> str:
     """The override as one shell word (single-quoted when it holds anything but plain chars)."""
     if re.fullmatch(r"[A-Za-z0-9_.+\-=,:/]+", text):
@@ -121,6 +100,7 @@ def emit_hydra(
     from moe_lint.config import bridge_recipes
     from moe_lint.config.overrides import parse_override
     from moe_lint.config.settings import default_gpus_per_node
+    from moe_lint.engine.spans import render_scalar
     from moe_lint.errors import UsageError
 
     found = bridge_recipes.lookup(recipe)
@@ -148,7 +128,7 @@ def emit_hydra(
     for key, value in dotted.items():
         if found.values.get(key) == value or (value is None and key not in found.values):
             continue  # the recipe already sets it (or leaves it unset)
-        text = f"{key}={_hydra_value(value)}"
+        text = f"{key}={render_scalar(value)}"  # Hydra reads the value as YAML does
         if parse_override(text).value != value:  # pragma: no cover - the grammar round-trips
             raise UsageError(f"cannot write {key} = {value!r} as a Hydra override")
         words.append(_shell_word(text))
