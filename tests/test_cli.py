@@ -246,3 +246,52 @@ def test_console_script_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
+
+
+def test_help_lists_every_subcommand_and_each_has_its_own_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``moe-lint --help`` names every subcommand with one line (as ruff's does), and each
+    ``moe-lint NAME --help`` is that command's own usage (exit 0)."""
+    from moe_lint.cli import COMMANDS
+
+    with pytest.raises(SystemExit) as done:
+        run(capsys, "--help")
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    listed = text[text.index("commands (moe-lint COMMAND --help for each):") :].splitlines()[1:]
+    assert [line.split()[0] for line in listed if line.startswith("  ")] == [n for n, _ in COMMANDS]
+    for name, _ in COMMANDS:
+        try:
+            code, out, _ = run(capsys, name, "--help")
+        except SystemExit as exc:  # argparse's own --help
+            code, out = exc.code, capsys.readouterr().out
+        assert code == 0, name
+        usage = out.splitlines()[0]
+        assert usage.startswith("usage: moe-lint" + ("" if name == "check" else f" {name}")), usage
+
+
+def test_rules_filters_by_code_prefix_name_or_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    """``moe-lint rules PAR`` / ``rules memory-over-capacity`` / ``rules attention`` list only
+    those rules; ``--format markdown`` is a table; no match is one usage line, exit 2."""
+    code, out, _ = run(capsys, "rules", "par")
+    assert code == 0 and out and all(line.startswith("PAR") for line in out.splitlines())
+    code, out, _ = run(capsys, "rules", "memory-over-capacity")
+    assert code == 0 and out.split()[0] == "MEM001" and len(out.splitlines()) == 1
+    code, out, _ = run(capsys, "rules", "attention", "--format", "markdown")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "| code | name | severity | fix | summary |"
+    assert all(line.startswith("| ATT") for line in lines[2:]) and len(lines) > 3
+    code, out, _ = run(capsys, "rules", "attention", "--format", "json")
+    assert code == 0 and {r["pack"] for r in json.loads(out)} == {"attention"}
+    code, _, err = run(capsys, "rules", "nosuch")
+    assert code == 2 and "no rule code, name or pack matches 'nosuch'" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_licence_file_and_metadata() -> None:
+    """A LICENSE file with the Apache License 2.0 and the same licence in pyproject.toml."""
+    assert (
+        "Apache License\n                           Version 2.0" in (REPO / "LICENSE").read_text()
+    )
+    assert 'license = { text = "Apache-2.0" }' in (REPO / "pyproject.toml").read_text()

@@ -68,8 +68,35 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+#: The subcommands, each with its one line for ``moe-lint --help`` (``check`` is the default:
+#: ``moe-lint FILE`` is ``moe-lint check FILE``).
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("check", "lint configs, launch scripts and argument files (the default command)"),
+    ("estimate", "per-GPU memory of a config: the terms, the bounds and the verdict"),
+    ("plan", "search and rank the layouts of a run that fit (--emit writes one)"),
+    ("rules", "list the rules (code, name, severity, summary)"),
+    ("explain", "one rule's documentation: what, why, example, fix, source"),
+    ("models", "the model presets, or what an HF config.json maps to"),
+)
+
+
+def _commands_epilog() -> str:
+    width = max(len(name) for name, _ in COMMANDS)
+    lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS]
+    return (
+        "commands (moe-lint COMMAND --help for each):\n"
+        + "\n".join(lines)
+        + "\n\nmoe-lint FILE ... is moe-lint check FILE ...; the options above are check's."
+    )
+
+
 def _check_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="moe-lint", description="Lint long-context MoE Megatron Bridge configs.")
+    p = _Parser(
+        prog="moe-lint",
+        description="Lint long-context MoE Megatron Bridge configs.",
+        epilog=_commands_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument(
         "args",
         nargs="*",
@@ -1121,11 +1148,17 @@ def _write_format(
                 out.write(report.render_plain(rows))
 
 
-def _catalogue_for(argv: list[str]) -> tuple[Any, argparse.Namespace]:
-    p = _Parser(prog="moe-lint")
-    p.add_argument("target", nargs="?")
+def _catalogue_for(argv: list[str], command: str) -> tuple[Any, argparse.Namespace]:
+    p = _Parser(prog=f"moe-lint {command}", description=dict(COMMANDS)[command])
+    target = (
+        "a code prefix (PAR, MEM001), a rule name or a pack (attention) to list only those"
+        if command == "rules"
+        else "the rule's code or name"
+    )
+    p.add_argument("target", nargs="?", help=target)
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    p.add_argument("--rules", action="append", default=[])
+    p.add_argument("--rules", action="append", default=[], metavar="PACK",
+                   help="an extra rule pack (a YAML file)")  # fmt: skip
     ns = p.parse_args(argv)
 
     return load_catalogue(extra_packs=ns.rules), ns
@@ -1145,14 +1178,42 @@ def rule_json(rule: Any) -> dict[str, Any]:
     }
 
 
-def _cmd_rules(argv: list[str]) -> int:
-    catalogue, ns = _catalogue_for(argv)
+def _selected_rules(catalogue: Any, target: str | None) -> list[Any]:
+    """The rules ``moe-lint rules TARGET`` lists: every rule, or those whose code starts with
+    TARGET (any case), whose name is TARGET, or whose pack is TARGET."""
+    if not target:
+        return list(catalogue.rules)
+    prefix = target.upper()
+    chosen = [
+        r
+        for r in catalogue.rules
+        if r.code.upper().startswith(prefix) or r.name == target or r.pack == target
+    ]
+    if not chosen:
+        packs = sorted({r.pack for r in catalogue.rules})
+        raise UsageError(
+            f"no rule code, name or pack matches {bounded_repr(target)} (packs: {', '.join(packs)})"
+        )
+    return chosen
 
+
+def _cmd_rules(argv: list[str]) -> int:
+    catalogue, ns = _catalogue_for(argv, "rules")
+    rules = _selected_rules(catalogue, ns.target)
     if ns.format == "json":
-        sys.stdout.write(escape.dumps([rule_json(r) for r in catalogue.rules], indent=2) + "\n")
+        sys.stdout.write(escape.dumps([rule_json(r) for r in rules], indent=2) + "\n")
         return EXIT_OK
-    width = max(len(r.name) for r in catalogue.rules)
-    for r in catalogue.rules:
+    if ns.format == "markdown":
+        lines = ["| code | name | severity | fix | summary |", "|---|---|---|---|---|"]
+        for r in rules:
+            fix = r.fix.applicability if r.fix else ""
+            cells = (r.code, r.name, r.severity, fix, r.summary)
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        for line in lines:
+            print(escape.line(line))
+        return EXIT_OK
+    width = max(len(r.name) for r in rules)
+    for r in rules:
         fix = {"safe": "fix", "unsafe": "fix*", "display-only": "hint"}.get(
             r.fix.applicability if r.fix else "", ""
         )
@@ -1281,7 +1342,7 @@ def explain_text(rule: Any) -> str:
 
 
 def _cmd_explain(argv: list[str]) -> int:
-    catalogue, ns = _catalogue_for(argv)
+    catalogue, ns = _catalogue_for(argv, "explain")
     if not ns.target:
         raise UsageError("explain needs a rule code or name")
     rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
