@@ -130,3 +130,20 @@ def test_a_gpu_without_memory_data_is_named_not_called_missing(
     assert out.splitlines()[0].endswith(
         "(vr200-nvl72: its memory is not in moe-lint's GPU table, no verdict)"
     )
+
+
+def test_estimate_honours_output_and_refuses_other_formats(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``estimate -o FILE`` writes what stdout gets (text or JSON) and prints nothing; a check
+    format estimate does not write (sarif, github, ...) is one usage line, exit 2."""
+    example = str(DSV3)
+    for fmt in ("text", "json"):
+        code, out, _ = run(capsys, "estimate", example, "--format", fmt, "--color", "never")
+        target = tmp_path / f"est.{fmt}"
+        code_o, out_o, _ = run(capsys, "estimate", example, "--format", fmt, "-o", str(target))
+        assert (code_o, out_o) == (code, "") and target.read_text(encoding="utf-8") == out
+    code, _, err = run(capsys, "estimate", example, "--format", "sarif")
+    assert code == 2 and "estimate writes --format text or json" in err
+    code, _, err = run(capsys, "estimate", example, "-o", str(tmp_path / "no" / "x"))
+    assert code == 2 and "no such folder" in err and len(err.strip().splitlines()) == 1

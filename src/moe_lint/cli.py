@@ -669,6 +669,13 @@ def _cmd_estimate(argv: list[str]) -> int:
     from moe_lint.output import estimate as memreport
 
     files, overrides = _split_args(ns)
+    if ns.format not in (None, "text", "json"):
+        raise UsageError(f"estimate writes --format text or json, not {bounded_repr(ns.format)}")
+    if ns.output is not None:
+        # Lazy: the -o checks are the planner's (a small module, no planner import).
+        from moe_lint.plan import args as plan_args
+
+        plan_args.output_target(ns.output)  # before any work: a bad -o is one usage line
     settings, _ = _settings_for(ns)
     _check_command_line(ns)
     _memory_options(ns, settings)
@@ -730,7 +737,10 @@ def _cmd_estimate(argv: list[str]) -> int:
         )
         if failing and status == EXIT_OK:
             status = EXIT_FINDINGS
-    if ns.format == "json":
+    if ns.output is not None:  # a file gets what stdout would without colour
+        text = memreport.dumps(payload) if ns.format == "json" else report.render_plain(rows)
+        plan_args.write_output(ns.output, text)
+    elif ns.format == "json":
         sys.stdout.write(memreport.dumps(payload))
     elif rows:
         if _use_color(sys.stdout, ns.color):
