@@ -295,3 +295,21 @@ def test_licence_file_and_metadata() -> None:
         "Apache License\n                           Version 2.0" in (REPO / "LICENSE").read_text()
     )
     assert 'license = { text = "Apache-2.0" }' in (REPO / "pyproject.toml").read_text()
+
+
+def test_a_world_given_two_ways_that_disagree_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--gpus 256 with --nodes 2 --gpus-per-node 8 (16) is one usage line, exit 2, in check and
+    estimate; agreeing values are accepted; plan takes the world one way only."""
+    example = str(REPO / "examples" / "dsv3_128k_h100.yaml")
+    for command in ([], ["estimate"]):
+        code, _, err = run(capsys, *command, example, "--gpus", "256", "--nodes", "2",
+                           "--gpus-per-node", "8")  # fmt: skip
+        assert code == 2 and "--gpus 256 contradicts --nodes 2 × --gpus-per-node 8 = 16" in err
+        code, _, err = run(capsys, *command, example, "--gpus", "16", "--nodes", "2",
+                           "--gpus-per-node", "8", "-q")  # fmt: skip
+        assert code in (0, 1) and not err.strip(), err
+    code, _, err = run(capsys, "plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus",
+                       "16", "--nodes", "2", "--gpus-per-node", "8")  # fmt: skip
+    assert code == 2 and "not both" in err

@@ -809,6 +809,8 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     )
     parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
     ns = parser.parse_args(argv)
+    if ns.gpus and ns.nodes is not None:
+        raise UsageError("plan takes --gpus or --nodes with --gpus-per-node, not both")
     if ns.gpus:
         gpus = plan_args.gpu_counts(ns.gpus)
     elif ns.nodes is not None and ns.gpus_per_node is not None:
@@ -916,7 +918,14 @@ def _cli_cluster(ns: argparse.Namespace) -> dict[str, Any]:
         if v is not None
     }
     if cluster:
-        apply_cluster(Settings(), cluster, "command line")  # validate once, up front
+        given = apply_cluster(Settings(), cluster, "command line")  # validate once, up front
+        if given.gpus is not None and given.nodes is not None and given.gpus_per_node:
+            product = given.nodes * given.gpus_per_node
+            if product != given.gpus:
+                raise UsageError(
+                    f"--gpus {given.gpus} contradicts --nodes {given.nodes} × --gpus-per-node "
+                    f"{given.gpus_per_node} = {product}: give the world one way"
+                )
     return cluster
 
 
