@@ -313,3 +313,19 @@ def test_a_world_given_two_ways_that_disagree_is_a_usage_error(
     code, _, err = run(capsys, "plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus",
                        "16", "--nodes", "2", "--gpus-per-node", "8")  # fmt: skip
     assert code == 2 and "not both" in err
+
+
+def test_write_baseline_to_a_path_that_cannot_be_written_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--write-baseline into a missing folder or onto a folder says so in one line, exit 2,
+    before anything is linted (it was an internal error, exit 3)."""
+    example = str(REPO / "examples" / "dsv3_128k_h100.yaml")
+    for target, why in ((tmp_path / "no" / "b.json", "no such folder"),
+                        (tmp_path, "not a regular file")):  # fmt: skip
+        code, out, err = run(capsys, example, "--write-baseline", str(target))
+        assert code == 2 and f"--write-baseline {str(target)!r}: {why}" in err, err
+        assert len(err.strip().splitlines()) == 1 and out == ""
+    written = tmp_path / "b.json"
+    code, _, err = run(capsys, example, "--write-baseline", str(written))
+    assert "baseline entries" in err and json.loads(written.read_text())["moe-lint-baseline"] == 1

@@ -442,6 +442,11 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {bounded_repr(fmt)} (choose from {', '.join(FORMATS)})")
     cli_cluster = _cli_cluster(ns)
+    if ns.write_baseline:
+        # Lazy: the -o checks live with the planner's options (a small module).
+        from moe_lint.plan.args import output_target
+
+        output_target(ns.write_baseline, "--write-baseline")  # before linting anything
     catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
     _settle_gc()
     check_selectors(catalogue, settings)  # before linting anything

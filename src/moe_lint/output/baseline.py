@@ -34,7 +34,10 @@ def write_baseline(path: str, findings: list[Finding], root: Path) -> int:
         for (code, file, cfg_path), n in sorted(counts.items())
     ]
     data = {"moe-lint-baseline": FORMAT_VERSION, "findings": entries}
-    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    # Lazy: the -o checks live with the planner's options (a small module, no planner import).
+    from moe_lint.plan.args import write_output
+
+    write_output(path, json.dumps(data, indent=2) + "\n", "--write-baseline")
     return len(entries)
 
 

@@ -225,29 +225,32 @@ def number(what: str, value: Any, limit: int, bound: str) -> int:
     return value
 
 
-def output_target(path: str) -> None:
-    """``-o PATH`` for ``--emit``: a regular file that may be written (or a new one), checked
-    before the search; the write itself is :func:`write_output`."""
+def output_target(path: str, option: str = "-o") -> None:
+    """``-o PATH`` (or ``option``: ``--write-baseline``): a regular file that may be written (or
+    a new one), checked before the work; the write itself is :func:`write_output`."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
-            raise UsageError(f"-o {bounded_repr(path, 80)}: no such folder") from None
+            raise UsageError(f"{option} {bounded_repr(path, 80)}: no such folder") from None
         return
     except OSError as exc:
-        raise UsageError(f"-o {bounded_repr(path, 80)}: cannot write: {exc.strerror}") from None
+        shown = bounded_repr(path, 80)
+        raise UsageError(f"{option} {shown}: cannot write: {exc.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"-o {bounded_repr(path, 80)}: not a regular file")
+        raise UsageError(f"{option} {bounded_repr(path, 80)}: not a regular file")
     if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise UsageError(f"-o {bounded_repr(path, 80)}: the file is read-only")
+        raise UsageError(f"{option} {bounded_repr(path, 80)}: the file is read-only")
 
 
-def write_output(path: str, text: str) -> None:
-    """Write ``text`` to ``-o PATH``: one usage line when it cannot be written (a full disk)."""
-    output_target(path)
+def write_output(path: str, text: str, option: str = "-o") -> None:
+    """Write ``text`` to ``-o PATH`` (or ``option``): one usage line when it cannot be written
+    (a missing folder, a full disk)."""
+    output_target(path, option)
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise UsageError(f"-o {bounded_repr(path, 80)}: cannot write: {exc.strerror}") from None
+        shown = bounded_repr(path, 80)
+        raise UsageError(f"{option} {shown}: cannot write: {exc.strerror}") from None
