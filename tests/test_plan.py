@@ -466,3 +466,20 @@ def test_a_recipe_plan_emits_its_run_recipe_command(capsys: pytest.CaptureFixtur
                 "--emit-format", "hydra"]  # fmt: skip
         code, _, err = run_main(capsys, *argv)
         assert code == 2 and why in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_json_plans_carry_their_cp_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    """A searched a2a+p2p plan's JSON names the transport and the hierarchical sizes its
+    --emit writes (their product is its CP); other plans carry null sizes."""
+    code, out, err = run_main(capsys, "plan", "--model", "deepseek-v3", "--gpu", "h100",
+                              "--gpus", "256", "--seq", "131072", "--precision",
+                              "fp8-blockwise", "--top", "3", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    plans = json.loads(out)["plans"]
+    assert any(p["cp_comm_type"] == "a2a+p2p" for p in plans)
+    for p in plans:
+        sizes = p["hierarchical_context_parallel_sizes"]
+        if p["cp_comm_type"] == "a2a+p2p":
+            assert sizes[0] * sizes[1] == p["layout"]["cp"] and sizes[0] > 1
+        else:
+            assert sizes is None
