@@ -483,3 +483,22 @@ def test_json_plans_carry_their_cp_transport(capsys: pytest.CaptureFixture[str])
             assert sizes[0] * sizes[1] == p["layout"]["cp"] and sizes[0] > 1
         else:
             assert sizes is None
+
+
+def test_long_context_configs_are_current_and_lint_without_an_error() -> None:
+    """tests/data/published-long-context/ is what tools/long_context_rows.py writes from the
+    TSV, one config per row, and the linter finds no error in any (they are NVIDIA's runs)."""
+    from conftest import REPO, assert_tool_current
+    from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import lint_text
+
+    assert_tool_current("long_context_rows.py")
+    folder = REPO / "tests" / "data" / "published-long-context"
+    configs = sorted(folder.glob("*.yaml"))
+    assert len(configs) == 9
+    catalogue = load_catalogue()
+    for path in configs:
+        result = lint_text(path.read_text(encoding="utf-8"), catalogue, path=str(path))
+        assert result.error is None, path.name
+        errors = [f.code for f in result.findings if str(f.severity).endswith("error")]
+        assert not errors, (path.name, errors)

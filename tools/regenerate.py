@@ -33,6 +33,7 @@ GENERATORS = (
     "memory_report.py",
     "fact_docs.py",
     "published_rows.py",
+    "long_context_rows.py",
 )
 
 
