@@ -403,19 +403,19 @@ def test_readme_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_step_time_splits_layers_as_the_memory_model_places_them() -> None:
-    """perf._stage_layers is analysis/placement.py::place's split: account_for_embedding /
+    """perf.stage_layers is analysis/placement.py::place's split: account_for_embedding /
     account_for_loss take a layer's worth off the first and last ranks (Qwen3-235B's 94 layers
     at PP 8 × VPP 4: 11 on ranks 0 and 7, 12 elsewhere), first/last stage counts are honoured,
     and a layout's stages are read as written."""
     from moe_lint.analysis.placement import place
-    from moe_lint.plan.perf import Plan, _stage_layers
+    from moe_lint.plan.perf import Plan, stage_layers
 
     base = Plan(tp=1, pp=8, cp=1, ep=1, etp=1, vpp=4, world=8, mbs=1, gbs=64, seq=4096)
     split = replace(base, split=(None, None, True, True))
-    assert [len(r) for r in _stage_layers(94, 0, split)] == [11, 12, 12, 12, 12, 12, 12, 11]
-    assert [len(r) for r in _stage_layers(94, 0, base)] == [12, 12, 12, 12, 12, 12, 11, 11]
+    assert [len(r) for r in stage_layers(94, 0, split)] == [11, 12, 12, 12, 12, 12, 12, 11]
+    assert [len(r) for r in stage_layers(94, 0, base)] == [12, 12, 12, 12, 12, 12, 11, 11]
     uneven = replace(base, vpp=1, split=(5, 5, False, False))
-    ranks = _stage_layers(62, 1, uneven)  # 61 layers + one MTP depth on the last rank
+    ranks = stage_layers(62, 1, uneven)  # 61 layers + one MTP depth on the last rank
     placed = place(num_layers=61, mtp=1, pp=8, vpp=None, first=5, last=5).rank_layers()
     assert [len(r) for r in ranks[:-1]] == placed[:-1] and len(ranks[-1]) == placed[-1] + 1
 

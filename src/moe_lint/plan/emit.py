@@ -5,7 +5,7 @@ overrides (``--emit-format hydra``)."""
 
 from __future__ import annotations
 
-import re
+import shlex
 from typing import Any
 
 from moe_lint.plan.search import Candidate, Request, plan_values
@@ -44,6 +44,18 @@ def header(cand: Candidate, rank: int | None, base: str | None = None) -> str:
     )
 
 
+def _written_values(req: Request, cand: Candidate) -> dict[str, Any]:
+    """The dotted values every emitted form writes: the ``--set`` overrides, the plan's values
+    over them, the precision-aware optimizer that offload needs (OPT002), and no expert field
+    for a dense model."""
+    dotted = {**req.written, **plan_values(req, cand.plan)}
+    if cand.plan.offload > 0:
+        dotted["optimizer.use_precision_aware_optimizer"] = True
+    if not req.arch.is_moe:
+        dotted = {k: v for k, v in dotted.items() if "expert" not in k}
+    return dotted
+
+
 def emit_text(
     req: Request,
     cand: Candidate,
@@ -58,11 +70,7 @@ def emit_text(
     # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
     import yaml
 
-    dotted = {**req.written, **plan_values(req, cand.plan)}
-    if cand.plan.offload > 0:
-        dotted["optimizer.use_precision_aware_optimizer"] = True
-    if not req.arch.is_moe:
-        dotted = {k: v for k, v in dotted.items() if "expert" not in k}
+    dotted = _written_values(req, cand)
     if not is_yaml:
         data = _nest(dotted, keep_none=False)
         if mixed:
@@ -80,13 +88,6 @@ def emit_text(
     body = yaml.safe_dump(base, sort_keys=False, default_flow_style=False)
     preset = getattr(fs, "model", None)
     return _directive(req, fs, preset, cand.plan.world) + "\n" + header(cand, rank, model) + body
-
-
-def _shell_word(text: str) -> str:
-    """The override as one shell word (single-quoted when it holds anything but plain chars)."""
-    if re.fullmatch(r"[A-Za-z0-9_.+\-=,:/]+", text):
-        return text
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def emit_hydra(
@@ -114,11 +115,7 @@ def emit_hydra(
             f"--precision changes recipe {recipe}'s mixed-precision config to {mixed}, which a "
             "Hydra override cannot replace: use the YAML form (--emit-format yaml)"
         )
-    dotted = {**req.written, **plan_values(req, cand.plan)}
-    if cand.plan.offload > 0:
-        dotted["optimizer.use_precision_aware_optimizer"] = True
-    if not req.arch.is_moe:
-        dotted = {k: v for k, v in dotted.items() if "expert" not in k}
+    dotted = _written_values(req, cand)
     if "model.seq_length" in req.values or req.seq:
         dotted.setdefault("model.seq_length", req.seq)
         dotted.setdefault("dataset.seq_length", req.seq)
@@ -131,7 +128,7 @@ def emit_hydra(
         text = f"{key}={render_scalar(value)}"  # Hydra reads the value as YAML does
         if parse_override(text).value != value:  # pragma: no cover - the grammar round-trips
             raise UsageError(f"cannot write {key} = {value!r} as a Hydra override")
-        words.append(_shell_word(text))
+        words.append(shlex.quote(text))  # one shell word, quoted only when it needs it
     world = cand.plan.world
     per_node = getattr(fs, "gpus_per_node", None) or default_gpus_per_node(req.gpu)
     per_node = per_node if world % per_node == 0 else world

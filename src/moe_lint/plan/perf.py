@@ -18,6 +18,7 @@ not model FLOPs.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -110,6 +111,14 @@ class Plan:
     #: (num_layers_in_first_pipeline_stage, ..._last_..., account_for_embedding_in_pipeline_split,
     #: account_for_loss_in_pipeline_split); the search's plans write a layout instead
     split: tuple[int | None, int | None, bool, bool] = (None, None, False, False)
+
+    @property
+    def hierarchical_sizes(self) -> list[int] | None:
+        """``hierarchical_context_parallel_sizes`` of an a2a+p2p plan (the a2a group, then the
+        ring), what --emit writes and the reports show; None for any other transport."""
+        if self.cp_comm != "a2a+p2p" or self.cp <= 1:
+            return None
+        return [self.cp_a2a, self.cp // self.cp_a2a]
 
     @property
     def dp(self) -> int:
@@ -279,13 +288,9 @@ def _interp(x: float, xs: list[float], ys: list[float]) -> float:
         return float(ys[0])
     if x >= xs[-1]:
         return float(ys[-1])
-    for (x0, y0), (x1, y1) in zip(
-        zip(xs, ys, strict=True), zip(xs[1:], ys[1:], strict=True), strict=False
-    ):
-        if x <= x1:
-            f = (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
-            return float(y0 + f * (y1 - y0))
-    return float(ys[-1])  # pragma: no cover - x >= xs[-1] returned above
+    i = bisect.bisect_left(xs, x)  # xs[i - 1] < x <= xs[i]
+    f = math.log2(x / xs[i - 1]) / math.log2(xs[i] / xs[i - 1])
+    return float(ys[i - 1] + f * (ys[i] - ys[i - 1]))
 
 
 def attention_efficiency(chunk: float) -> tuple[float, float]:
@@ -570,7 +575,7 @@ class Model:
         found = self._stages.get(key)
         if found is None:
             found = []
-            ranks = _stage_layers(len(self.costs), self.arch.mtp_num_layers, p)
+            ranks = stage_layers(len(self.costs), self.arch.mtp_num_layers, p)
             seen: set[tuple[Any, ...]] = set()
             for rank, rank_layers in enumerate(ranks):
                 kinds: dict[LayerCost, int] = {}
@@ -689,7 +694,7 @@ class Model:
         return t, gpu + cpu
 
 
-def _stage_layers(n: int, mtp: int, p: Plan) -> list[list[int]]:
+def stage_layers(n: int, mtp: int, p: Plan) -> list[list[int]]:
     """Layer indices per pipeline rank (all its virtual chunks); MTP depths on the last rank.
     The split is Megatron-Core's as analysis/placement.py::place computes it for the memory
     model: a layout's stages, the first/last stage counts, or the even split with

@@ -55,9 +55,7 @@ def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
         "memory_gib": {"lower": c.lower_gib, "central": c.memory_gib, "usable": c.usable_gib},
         "memory_verdict": c.verdict,
         "cp_comm_type": p.cp_comm,
-        "hierarchical_context_parallel_sizes": (
-            [p.cp_a2a, p.cp // p.cp_a2a] if p.cp_comm == "a2a+p2p" and p.cp > 1 else None
-        ),
+        "hierarchical_context_parallel_sizes": p.hierarchical_sizes,
         "warnings": [{"code": code, "message": message} for code, message in c.warnings],
         "step_s": pred.step_s,
         "tokens_per_s_per_gpu": pred.tokens_per_s_per_gpu,

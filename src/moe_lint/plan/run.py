@@ -13,6 +13,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from moe_lint.config.mixed_precision import model_precision
@@ -97,13 +98,10 @@ class Compared:
 def _base_document(opts: Options) -> tuple[Any, bool]:
     """The base config document: the YAML file itself, or a stub naming the model."""
     # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
-    from pathlib import Path
-
-    # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
     from moe_lint.config.load import load_file, parse_text
 
-    path = Path(opts.model)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    path = _yaml_base(opts)
+    if path is not None:
         return load_file(str(path)), True
     recipe = recipe_base(opts.model)
     if recipe is not None:
@@ -320,14 +318,15 @@ def _bounds(req: Request, p: Plan) -> Any:
 
 def _base_text(opts: Options, fs: Any, is_yaml: bool) -> str:
     if is_yaml:
-        # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
-        from pathlib import Path
-
-        path = Path(opts.model)
-        if path.suffix in (".yaml", ".yml") and path.is_file():
-            return path.read_text(encoding="utf-8")
-        return recipe_base(opts.model) or ""
+        path = _yaml_base(opts)
+        return path.read_text(encoding="utf-8") if path else recipe_base(opts.model) or ""
     return ""
+
+
+def _yaml_base(opts: Options) -> Path | None:
+    """``--model`` as a Bridge YAML file (its own document is the base), else None."""
+    path = Path(opts.model)
+    return path if path.suffix in (".yaml", ".yml") and path.is_file() else None
 
 
 @cache
@@ -440,8 +439,8 @@ def transport_label(p: Plan) -> str:
     empty."""
     if p.cp <= 1 or p.cp_comm == "p2p":
         return ""
-    sizes = f" [{p.cp_a2a}, {p.cp // p.cp_a2a}]" if p.cp_comm == "a2a+p2p" else ""
-    return f"{p.cp_comm}{sizes}"
+    sizes = p.hierarchical_sizes
+    return p.cp_comm + (f" [{sizes[0]}, {sizes[1]}]" if sizes else "")
 
 
 def describe(p: Plan) -> str:

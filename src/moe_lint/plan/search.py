@@ -30,7 +30,7 @@ from typing import Any
 from moe_lint.analysis.cp_groups import a2a_group, per_tp_rank
 from moe_lint.analysis.params import Arch
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
-from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, windows_of
+from moe_lint.plan.perf import Hardware, Model, Plan, Prediction, stage_layers, windows_of
 from moe_lint.plan.space import cp_transport_of, layout_counts
 
 #: The dimensions the search varies, in report order.
@@ -66,7 +66,12 @@ class Request:
     #: the base config's routing (space.routing_of): every plan keeps it
     routing: tuple[str, float, bool] = ("balanced", 0.0, False)
     #: the transport chosen per (TP, CP, MBS) when the base states none (search._transport)
-    transports: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    transports: dict[tuple[int, int, int], tuple[str, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    #: the step-time model of this request, built once (request_model): the search and the
+    #: transport choice share its memoized layer times
+    model: Model | None = field(default=None, compare=False, repr=False)
     margin: float = 0.0  # MEM001's error margin (memory_settings; fraction of usable)
     warn: float = 0.05  # MEM002's warning fraction
     written: dict[str, Any] = field(default_factory=dict)  # --set overrides emit writes
@@ -372,7 +377,7 @@ def _transport(req: Request, lay: Mapping[str, int], world: int) -> tuple[str, i
         if len(options) == 1:
             found = options[0]
         else:
-            model = _transport_model(req)
+            model = request_model(req)
             base = _plan_with(req, lay, world, ("p2p", 1))
             found = min(
                 options,
@@ -382,11 +387,12 @@ def _transport(req: Request, lay: Mapping[str, int], world: int) -> tuple[str, i
     return found
 
 
-def _transport_model(req: Request) -> Model:
-    found = req.transports.get("model")
-    if found is None:
-        found = req.transports["model"] = Model.build(req.arch, req.hardware, req.seq, req.values)
-    return found
+def request_model(req: Request) -> Model:
+    """The request's step-time model, built on first use (a derived request from
+    ``replace(req, ...)`` keeps it: the architecture, GPU, sequence and values are the same)."""
+    if req.model is None:
+        req.model = Model.build(req.arch, req.hardware, req.seq, req.values)
+    return req.model
 
 
 def _vpps(req: Request, pp: int) -> list[int]:
@@ -527,6 +533,7 @@ class _Memory:
         self.req = req
         self.cache: dict[tuple[Any, ...], float] = {}
         self.lower_cache: dict[tuple[Any, ...], float] = {}
+        self.ranks: dict[tuple[Any, ...], frozenset[int]] = {}
         self.checks = 0
 
     def key(self, p: Plan) -> tuple[Any, ...]:
@@ -550,26 +557,21 @@ class _Memory:
         (most micro-batches in flight), the last (the output layer and loss), and the first
         rank holding the most MoE layers and the first holding the most layers: the states
         follow the layers, and a model whose first layers are dense (DeepSeek-V3's three)
-        peaks on the first rank whose layers are all MoE (rank 2 of PP 16 × VPP 2)."""
-        ranks = {0, 1, p.pp - 1}
-        if p.pp > 2:
-            kinds = [ffn == "moe" for _, ffn in self.req.arch.layers]
-            stages = p.pp * p.vpp
-            counts = (
-                [sum(c) for c in p.layout]
-                if p.layout and len(p.layout) == stages
-                else [len(kinds) * (i + 1) // stages - len(kinds) * i // stages
-                      for i in range(stages)]
-            )  # fmt: skip
-            layers, moe = [0] * p.pp, [0] * p.pp
-            start = 0
-            for stage, n in enumerate(counts):
-                layers[stage % p.pp] += n
-                moe[stage % p.pp] += sum(kinds[start : start + n])
-                start += n
-            ranks.add(layers.index(max(layers)))
-            ranks.add(moe.index(max(moe)))
-        return frozenset(ranks)
+        peaks on the first rank whose layers are all MoE (rank 2 of PP 16 × VPP 2). The split
+        is the step-time model's (perf.stage_layers), memoized on what it reads."""
+        key = (p.pp, p.vpp, p.layout, p.split)
+        found = self.ranks.get(key)
+        if found is None:
+            ranks = {0, 1, p.pp - 1}
+            if p.pp > 2:
+                kinds = [ffn == "moe" for _, ffn in self.req.arch.layers]
+                per_rank = stage_layers(len(kinds), 0, p)
+                layers = [len(r) for r in per_rank]
+                moe = [sum(kinds[i] for i in r) for r in per_rank]
+                ranks.add(layers.index(max(layers)))
+                ranks.add(moe.index(max(moe)))
+            found = self.ranks[key] = frozenset(ranks)
+        return found
 
     def central(self, p: Plan) -> float:
         k = self.key(p)
@@ -667,9 +669,7 @@ def plan_values(req: Request, p: Plan) -> dict[str, Any]:
         out["model.cp_comm_type"] = p.cp_comm  # the transport the search chose
     if p.cp_comm == "a2a+p2p":
         # the stated sizes, re-split for this CP (a stale product is ATT rule's startup error)
-        out["model.hierarchical_context_parallel_sizes"] = (
-            [p.cp_a2a, p.cp // p.cp_a2a] if p.cp > 1 else None
-        )
+        out["model.hierarchical_context_parallel_sizes"] = p.hierarchical_sizes
     out["optimizer.optimizer_cpu_offload"] = p.offload > 0
     out["optimizer.optimizer_offload_fraction"] = p.offload if p.offload > 0 else 1.0
     return out
@@ -712,7 +712,7 @@ def search(req: Request) -> Outcome:
     """Every feasible layout of every GPU count, ranked (module docstring)."""
     start = time.perf_counter()
     pruned = _Pruned()
-    model = Model.build(req.arch, req.hardware, req.seq, req.values)
+    model = request_model(req)
     memory = _Memory(req)
     hard = _usable(req) * (1.0 + req.margin)  # the lower bound over it: MEM001 ("does NOT fit")
     # the central estimate within it: "fits"; --safe wants MEM002's "fits" (under the warning
