@@ -443,8 +443,8 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         raise UsageError(f"unknown format {bounded_repr(fmt)} (choose from {', '.join(FORMATS)})")
     cli_cluster = _cli_cluster(ns)
     if ns.write_baseline:
-        # Lazy: the -o checks live with the planner's options (a small module).
-        from moe_lint.plan.args import output_target
+        # Lazy: only a command that writes a file checks one.
+        from moe_lint.output.target import output_target
 
         output_target(ns.write_baseline, "--write-baseline")  # before linting anything
     catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
@@ -677,10 +677,10 @@ def _cmd_estimate(argv: list[str]) -> int:
     if ns.format not in (None, "text", "json"):
         raise UsageError(f"estimate writes --format text or json, not {bounded_repr(ns.format)}")
     if ns.output is not None:
-        # Lazy: the -o checks are the planner's (a small module, no planner import).
-        from moe_lint.plan import args as plan_args
+        # Lazy: only a command that writes a file checks one.
+        from moe_lint.output.target import output_target, write_output
 
-        plan_args.output_target(ns.output)  # before any work: a bad -o is one usage line
+        output_target(ns.output)  # before any work: a bad -o is one usage line
     settings, _ = _settings_for(ns)
     _check_command_line(ns)
     _memory_options(ns, settings)
@@ -744,7 +744,7 @@ def _cmd_estimate(argv: list[str]) -> int:
             status = EXIT_FINDINGS
     if ns.output is not None:  # a file gets what stdout would without colour
         text = memreport.dumps(payload) if ns.format == "json" else report.render_plain(rows)
-        plan_args.write_output(ns.output, text)
+        write_output(ns.output, text)
     elif ns.format == "json":
         sys.stdout.write(memreport.dumps(payload))
     elif rows:
@@ -833,7 +833,10 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     if ns.output is not None:
         if ns.emit is None:
             raise UsageError("-o names the file for --emit N")
-        plan_args.output_target(ns.output)
+        # Lazy: only a command that writes a file checks one.
+        from moe_lint.output.target import output_target
+
+        output_target(ns.output)
     fixed, others = plan_args.fixed(ns.set)
     opts = Options(
         model=ns.model,
@@ -860,7 +863,6 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
 def _cmd_plan(argv: list[str]) -> int:
     """``moe-lint plan``: ranked layouts for a run, pruned values with the rule that pruned them."""
     # Lazy: the planner loads only for `moe-lint plan`.
-    from moe_lint.plan import args as plan_args
     from moe_lint.plan.run import run
 
     ns, opts = plan_options(argv)
@@ -889,7 +891,10 @@ def _cmd_plan(argv: list[str]) -> int:
                              result.base_is_yaml, result.mixed_recipe, result.base_text,
                              ns.emit)  # fmt: skip
         if ns.output:
-            plan_args.write_output(ns.output, text)
+            # Lazy: only a command that writes a file checks one.
+            from moe_lint.output.target import write_output
+
+            write_output(ns.output, text)
         else:
             sys.stdout.write(text)
         return EXIT_OK

@@ -17,6 +17,7 @@ from moe_lint.config.regular_file import read_file
 from moe_lint.engine.findings import Finding, split_parents
 from moe_lint.errors import InputError, UsageError
 from moe_lint.output.formats import relative_uri
+from moe_lint.output.target import write_output
 
 Key = tuple[str, str, str]
 FORMAT_VERSION = 1
@@ -34,9 +35,6 @@ def write_baseline(path: str, findings: list[Finding], root: Path) -> int:
         for (code, file, cfg_path), n in sorted(counts.items())
     ]
     data = {"moe-lint-baseline": FORMAT_VERSION, "findings": entries}
-    # Lazy: the -o checks live with the planner's options (a small module, no planner import).
-    from moe_lint.plan.args import write_output
-
     write_output(path, json.dumps(data, indent=2) + "\n", "--write-baseline")
     return len(entries)
 

@@ -12,9 +12,7 @@ from the CLI or from Python alike.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import (
@@ -223,34 +221,3 @@ def number(what: str, value: Any, limit: int, bound: str) -> int:
         shown = f"{value:,}" if abs(value) < 10**12 else bounded_repr(value, 40)
         raise UsageError(f"{what} {shown}: expected a whole number from 1 to {limit:,} ({bound})")
     return value
-
-
-def output_target(path: str, option: str = "-o") -> None:
-    """``-o PATH`` (or ``option``: ``--write-baseline``): a regular file that may be written (or
-    a new one), checked before the work; the write itself is :func:`write_output`."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise UsageError(f"{option} {bounded_repr(path, 80)}: no such folder") from None
-        return
-    except OSError as exc:
-        shown = bounded_repr(path, 80)
-        raise UsageError(f"{option} {shown}: cannot write: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{option} {bounded_repr(path, 80)}: not a regular file")
-    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise UsageError(f"{option} {bounded_repr(path, 80)}: the file is read-only")
-
-
-def write_output(path: str, text: str, option: str = "-o") -> None:
-    """Write ``text`` to ``-o PATH`` (or ``option``): one usage line when it cannot be written
-    (a missing folder, a full disk)."""
-    output_target(path, option)
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        shown = bounded_repr(path, 80)
-        raise UsageError(f"{option} {shown}: cannot write: {exc.strerror}") from None
