@@ -61,7 +61,7 @@ from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.overrides import Override, parse_override
 from moe_lint.config.overrides import check_count as check_override_count
 from moe_lint.config.settings import Settings, apply_cluster, load_pyproject, settings_from_table
-from moe_lint.engine.catalogue import Catalogue, load_catalogue
+from moe_lint.engine.catalogue import Catalogue, load_catalogue, shipped_catalogue
 from moe_lint.engine.findings import Finding as _EngineFinding
 from moe_lint.errors import (
     ArgumentError,
@@ -535,21 +535,14 @@ def _overrides(overrides: Sequence[str]) -> list[Override]:
     return parsed
 
 
-#: The catalogue of shipped packs and installed plugins, loaded once per process (~3 ms a call
-#: before): nothing in it can change while the process runs. Settings that name rule packs
-#: (files of the linted repository, which may be edited between calls) load them every call.
-_CATALOGUE: list[Catalogue] = []
-
-
 def _catalogue(settings: Settings) -> Catalogue:
     """The rules ``moe-lint`` loads (shipped packs, plugins, the settings' packs), selectors
-    checked before anything is linted."""
-    if settings.rules:
-        catalogue = load_catalogue(extra_packs=settings.rules)
-    else:
-        if not _CATALOGUE:
-            _CATALOGUE.append(load_catalogue())
-        catalogue = _CATALOGUE[0]
+    checked before anything is linted: the shipped catalogue once per process, and the packs
+    settings name (files of the linted repository, which may be edited between calls) every
+    call."""
+    catalogue = (
+        load_catalogue(extra_packs=settings.rules) if settings.rules else shipped_catalogue()
+    )
     check_selectors(catalogue, settings)
     return catalogue
 

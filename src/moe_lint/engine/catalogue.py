@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -662,6 +663,14 @@ def load_catalogue(extra_packs: Iterable[str | Path] = (), plugins: bool = True)
         checks,
         frozenset(r.code for r in builtin),
     )
+
+
+@cache
+def shipped_catalogue() -> Catalogue:
+    """The catalogue of the shipped packs and installed plugins, loaded once per process: none
+    of it changes while the process runs (the API and the planner lint many documents with it;
+    a repository's own packs are loaded per call with ``load_catalogue(extra_packs=...)``)."""
+    return load_catalogue()
 
 
 def compile_packs(

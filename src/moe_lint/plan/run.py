@@ -393,16 +393,11 @@ def _lint_error(
     return errors[0].code if errors else None
 
 
-_CATALOGUE: list[Any] = []
-
-
 def _catalogue() -> Any:
-    if not _CATALOGUE:
-        # Lazy: the linter's data path loads only to lint the plans shown.
-        from moe_lint.engine.catalogue import load_catalogue
+    # Lazy: the linter's data path loads only to lint the plans shown.
+    from moe_lint.engine.catalogue import shipped_catalogue
 
-        _CATALOGUE.append(load_catalogue())
-    return _CATALOGUE[0]
+    return shipped_catalogue()
 
 
 # ------------------------------------------------------------------------------ explanations
