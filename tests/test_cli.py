@@ -319,12 +319,17 @@ def test_write_baseline_to_a_path_that_cannot_be_written_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """--write-baseline into a missing folder or onto a folder says so in one line, exit 2,
-    before anything is linted (it was an internal error, exit 3)."""
+    before anything is linted; so does check's -o (after linting: any writable path, such as
+    /dev/stdout, stays allowed). Each was an internal error, exit 3."""
     example = str(REPO / "examples" / "dsv3_128k_h100.yaml")
     for target, why in ((tmp_path / "no" / "b.json", "no such folder"),
                         (tmp_path, "not a regular file")):  # fmt: skip
         code, out, err = run(capsys, example, "--write-baseline", str(target))
         assert code == 2 and f"--write-baseline {str(target)!r}: {why}" in err, err
+        assert len(err.strip().splitlines()) == 1 and out == ""
+    for target in (tmp_path / "no" / "out.txt", tmp_path):
+        code, out, err = run(capsys, example, "-o", str(target))
+        assert code == 2 and f"-o {str(target)!r}: cannot write" in err, err
         assert len(err.strip().splitlines()) == 1 and out == ""
     written = tmp_path / "b.json"
     code, _, err = run(capsys, example, "--write-baseline", str(written))

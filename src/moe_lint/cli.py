@@ -1096,7 +1096,12 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
     out: Any = sys.stdout
     handle = None
     if ns.output:
-        handle = open(ns.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        try:  # any writable path (/dev/stdout too); one usage line when it is not
+            handle = open(ns.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UsageError(
+                f"-o {bounded_repr(ns.output, 80)}: cannot write: {exc.strerror}"
+            ) from None
         out = handle
     try:
         _write_format(results, findings, fmt, ns, out, problems, fail_on)
