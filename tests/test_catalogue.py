@@ -75,6 +75,37 @@ def test_duplicate_codes_rejected(tmp_path: Path) -> None:
         load_catalogue([pack(tmp_path, code="PAR001")], plugins=False)
 
 
+def _implied_pack(tmp_path: Path, implied_by: str) -> Path:
+    path = pack(tmp_path, when="cp > 1")
+    path.write_text(path.read_text() + f"    implied_by: {implied_by}\n")
+    return path
+
+
+def test_extra_rule_folds_into_the_root_it_names(tmp_path: Path) -> None:
+    """A pack's rule ``implied_by: [PAR001]`` is reported inside PAR001's finding when both fire
+    (one cause, one finding), and on its own when PAR001 is not selected or does not fire."""
+    catalogue = load_catalogue([_implied_pack(tmp_path, "[PAR001]")], plugins=False)
+    text = "model:\n  context_parallel_size: 16\n"
+    both = run_lint(catalogue, text, ["XTR001", "PAR001"], "--gpus 24")
+    assert [f.code for f in both.findings] == ["PAR001"]
+    assert "also XTR001: CP 16 is big" in (both.findings[0].derivation or "")
+    alone = run_lint(catalogue, text, ["XTR001"], "--gpus 24")
+    assert [f.code for f in alone.findings] == ["XTR001"]
+    tiles = run_lint(catalogue, text, ["XTR001", "PAR001"], "--gpus 32")
+    assert [f.code for f in tiles.findings] == ["XTR001"]
+
+
+@pytest.mark.parametrize(
+    ("implied_by", "needle"),
+    [("[XTR999]", "unknown codes"), ("[XTR001]", "other rule codes"), ("PAR001", "a list")],
+)
+def test_implied_by_must_name_other_known_rules(
+    tmp_path: Path, implied_by: str, needle: str
+) -> None:
+    with pytest.raises(RulePackError, match=needle):
+        load_catalogue([_implied_pack(tmp_path, implied_by)], plugins=False)
+
+
 def test_bad_pack_from_cli_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = pack(tmp_path, when="__import__('os')")
     assert main([str(REPO / "examples" / "dsv3_128k_h100.yaml"), "--rules", str(bad)]) == 2

@@ -36,6 +36,7 @@ JSON_FIELDS = {
     "fix",
     "applicability",
     "edits",
+    "url",
 }
 
 
@@ -54,6 +55,8 @@ def test_broken_example_shows_every_severity(capsys: pytest.CaptureFixture[str])
     assert {f["severity"] for f in findings} == {"error", "warning", "info"}
     for f in findings:
         assert set(f) == JSON_FIELDS
+        assert f["url"].endswith(f"/docs/rules/{f['code']}.md")
+        assert (REPO / "docs" / "rules" / f"{f['code']}.md").is_file()
     # the arithmetic is shown for derived findings
     par001 = next(f for f in findings if f["code"] == "PAR001")
     assert "min GPUs = PP·lcm(TP·CP, ETP·EP) = 8·lcm(48, 48) = 384" in par001["derivation"]

@@ -1,6 +1,6 @@
 """Generate docs/rules/<CODE>.md and docs/rules/index.md from the rule packs.
 
-SARIF results link each rule to its page (moe_lint.output.formats.DOCS_URL); `moe-lint explain`
+SARIF results link each rule to its page (moe_lint.engine.findings.DOCS_URL); `moe-lint explain`
 prints the same text. The tests run this with --check so the pages cannot drift.
 
     python tools/rule_docs.py          # rewrite docs/rules/

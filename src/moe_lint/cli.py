@@ -36,7 +36,7 @@ from moe_lint.config.settings import (
     preset_fields,
 )
 from moe_lint.engine.catalogue import load_catalogue
-from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
+from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem, docs_url
 from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.files import STDIN, Target, excluder_for, expand, read_stdin
 from moe_lint.globs import check_pattern
@@ -1208,6 +1208,8 @@ def rule_json(rule: Any) -> dict[str, Any]:
         "fix": rule.fix.applicability if rule.fix else None,
         "source": rule.source,
         "stage": rule.stage,
+        "implied_by": list(rule.implied_by),
+        "url": docs_url(rule.code),
         "docs": rule.docs,
     }
 
@@ -1337,6 +1339,17 @@ def _unstated_text(rule: Any) -> str:
     return f" ({lower} until a version is stated: {gates})"
 
 
+def _implied_text(rule: Any) -> str:
+    """`` Folded into PAR001 ...`` for a rule another one's finding reports (``implied_by``)."""
+    roots = getattr(rule, "implied_by", ()) or ()
+    if not roots:
+        return ""
+    return (
+        f" Folded into {' or '.join(roots)} when that fires for the same input (one cause, one"
+        " finding: its derivation names this rule)."
+    )
+
+
 def explain_text(rule: Any) -> str:
     docs = rule.docs
     lines = [
@@ -1351,7 +1364,8 @@ def explain_text(rule: Any) -> str:
             if rule.stage
             else "."
         )
-        + _applies_to_text(rule),
+        + _applies_to_text(rule)
+        + _implied_text(rule),
         "",
         "## What it does",
         docs["what"].strip(),

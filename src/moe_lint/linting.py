@@ -23,7 +23,7 @@ from moe_lint.config.settings import (
 )
 from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.evaluate import Context, run_rules
-from moe_lint.engine.findings import Finding
+from moe_lint.engine.findings import Finding, fold_implied
 from moe_lint.engine.suppress import SUPPRESSION_CHECKS, Suppression, suppress
 from moe_lint.errors import InputError, UsageError
 
@@ -195,6 +195,9 @@ def lint_document(
     selected = select_rules(catalogue, file_settings, doc.path)
     ctx = Context(cfg, facts, file_settings)
     findings = run_rules([r for r in selected if r.check not in SUPPRESSION_CHECKS], ctx, catalogue)
+    implied = {r.code: r.implied_by for r in selected if r.implied_by}
+    if implied:
+        findings = fold_implied(findings, implied)
     findings = suppress(
         findings, ctx, catalogue, [r for r in selected if r.check in SUPPRESSION_CHECKS]
     )

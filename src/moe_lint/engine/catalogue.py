@@ -51,7 +51,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "code", "name", "severity", "summary", "path", "related", "let", "when", "check", "message",
     "derivation", "fix", "source", "stage", "docs", "covers", "versions", "applies_to", "modes",
-    "unstated_severity",
+    "unstated_severity", "implied_by",
 }  # fmt: skip
 #: The inputs a rule may be limited to (``applies_to``): Bridge configs (YAML dumps and
 #: overrides) or Megatron-LM arguments (scripts, MODEL_ARGS files, argument lists). A check
@@ -131,6 +131,9 @@ class Rule(NamedTuple):
     #: judged against that package's newest release, which the user's may predate (None: the
     #: rule's own severity either way).
     unstated_severity: str | None = None
+    #: Codes whose finding states this one's cause too: when one of them is reported for the
+    #: same input, this finding is folded into it (one cause, one finding; engine/implied.py).
+    implied_by: tuple[str, ...] = ()
 
 
 @dataclass
@@ -371,6 +374,11 @@ def _rule_from_entry(
     stage = entry.get("stage")
     if stage is not None and stage not in STAGES:
         raise RulePackError(f"{where}: stage must be one of {STAGES}")
+    implied_by = entry.get("implied_by") or []
+    if not isinstance(implied_by, list) or not all(
+        isinstance(c, str) and _CODE.match(c) and c != code for c in implied_by
+    ):
+        raise RulePackError(f"{where}: 'implied_by' must be a list of other rule codes")
     return Rule(
         code=code,
         name=name,
@@ -396,6 +404,7 @@ def _rule_from_entry(
         applies_to=tuple(applies_to),
         modes=tuple(modes),
         unstated_severity=unstated_severity,
+        implied_by=tuple(implied_by),
     )
 
 
@@ -695,5 +704,9 @@ def compile_packs(
             by_code[rule.code] = rule
             by_name[rule.name] = rule
             rules.append(rule)
+    for rule in rules:
+        unknown = [c for c in rule.implied_by if c not in by_code]
+        if unknown:
+            raise RulePackError(f"rule {rule.code}: implied_by names unknown codes {unknown}")
     rules.sort(key=lambda r: r.code)
     return rules

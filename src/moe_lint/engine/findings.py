@@ -13,6 +13,14 @@ APPLICABILITIES = ("safe", "unsafe", "display-only")
 #: Codes split out of an older code (one code, one problem: issue 11). A suppression comment or
 #: a baseline entry of the older code still covers them, as it did before the split.
 SPLIT_FROM: dict[str, tuple[str, ...]] = {"PP002": ("PP016", "PP017")}
+#: Each rule's documentation page, for JSON (``url``) and SARIF (``helpUri``); the pages are
+#: generated into docs/rules/ from the rule packs (``python tools/rule_docs.py``).
+DOCS_URL = "https://github.com/moe-lint/moe-lint/blob/main/docs/rules/{code}.md"
+
+
+def docs_url(code: str) -> str:
+    """The documentation page of rule ``code``."""
+    return DOCS_URL.format(code=code)
 
 
 def split_parents(code: str) -> list[str]:
@@ -148,7 +156,24 @@ class Finding:
             "fix": self.fix,
             "applicability": self.applicability,
             "edits": [e.to_json() for e in self.edits],
+            "url": docs_url(self.code),
         }
+
+
+def fold_implied(findings: list[Finding], implied_by: dict[str, tuple[str, ...]]) -> list[Finding]:
+    """One cause, one finding: a finding whose rule is ``implied_by`` a code also reported for
+    this input (PAR002's indivisible expert grid when PAR001 already says the world does not
+    tile) is folded into that root finding, whose derivation then names it."""
+    codes = {f.code: f for f in findings}
+    kept: list[Finding] = []
+    for finding in findings:
+        root = next((codes[c] for c in implied_by.get(finding.code, ()) if c in codes), None)
+        if root is None:
+            kept.append(finding)
+            continue
+        note = f"also {finding.code}: {finding.message}"
+        root.derivation = f"{root.derivation}; {note}" if root.derivation else note
+    return kept
 
 
 #: The code every format gives a file that could not be linted (README "Input errors"): it is
@@ -201,4 +226,5 @@ class InputProblem:
             "fix": None,
             "applicability": None,
             "edits": [],
+            "url": None,
         }

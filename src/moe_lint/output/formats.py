@@ -25,13 +25,12 @@ from moe_lint.engine.findings import (
     SEVERITY_RANK,
     Finding,
     InputProblem,
+    docs_url,
 )
 from moe_lint.output import escape
 from moe_lint.output.text import json_records
 
-#: Where each rule's documentation page lives; `{code}` is replaced. The pages are generated into
-#: docs/rules/ from the rule packs (`python tools/rule_docs.py`).
-DOCS_URL = "https://github.com/moe-lint/moe-lint/blob/main/docs/rules/{code}.md"
+#: The project's home (a rule's own page: engine.findings.docs_url).
 INFORMATION_URI = "https://github.com/moe-lint/moe-lint"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -100,7 +99,7 @@ def _rule_descriptor(rule: Any) -> dict[str, Any]:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": docs["what"].strip()},
         "help": {"text": help_text, "markdown": markdown},
-        "helpUri": DOCS_URL.format(code=rule.code),
+        "helpUri": docs_url(rule.code),
         "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
         "properties": {"tags": [rule.pack], "precision": "high"},
     }
