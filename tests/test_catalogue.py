@@ -242,3 +242,23 @@ def test_unstated_severity_applies_until_a_version_is_stated(tmp_path: Path) -> 
     assert "transformer-engine not stated" in (unstated[0].derivation or "")
     assert [f.severity for f in stated.findings] == ["error"]
     assert older.findings == []
+
+
+def test_no_user_facing_rule_text_says_seed() -> None:
+    """Issue 26: messages name the guidance (NVIDIA's long-context MoE guide) or the reason,
+    never this project's internal word "seed" (catalogue IDs SEED-* and the path of
+    docs/coverage/seed.yaml are references, not prose)."""
+    import re
+
+    word = re.compile(r"\bseed\b(?![-.])", re.IGNORECASE)
+    offenders = []
+    for rule in load_catalogue(plugins=False).rules:
+        docs = rule.docs
+        texts = [rule.summary, rule.message.text, rule.source, docs["what"], docs["why"]]
+        texts += [rule.fix.title.text] if rule.fix else []
+        texts += [str(ref) for ref in docs.get("references") or []]
+        for text in texts:
+            prose = text.replace("docs/coverage/seed.yaml", "")
+            if word.search(prose):
+                offenders.append(f"{rule.code}: {text[:80]}")
+    assert offenders == []

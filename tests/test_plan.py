@@ -395,6 +395,7 @@ def test_readme_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) ->
     shown = [timeless(line) for line in block[2:] if line.strip() != "…"]
     code, out, _ = run_main(capsys, *command[1:])
     assert code == 0
+    assert not re.search(r"\bseed\b", out, re.IGNORECASE)  # it names the guidance (issue 26)
     lines = [timeless(line) for line in out.splitlines()]
     at = 0
     for line in shown:

@@ -638,9 +638,9 @@ def render_seed() -> str:
     """The seed's families: the planner's top 5 and where the seed's own layout ranks."""
     from moe_lint.plan.run import Options, describe, run
 
-    out = ["", "## The seed's three families", "",
+    out = ["", "## The guidance's three families", "",
            "`moe-lint plan --model M --gpu G --gpus N --seq S --precision P --compare LAYOUT` "
-           "(default GBS: 4M tokens per step); the seed's layout gets the planner's fastest "
+           "(default GBS: 4M tokens per step); the guidance's layout gets the planner's fastest "
            "knobs that fit.", ""]  # fmt: skip
     for name, model, gpu, gpus, seq, precision, layout in SEED_FAMILIES:
         # ten plans kept (and ranked), five shown
@@ -653,11 +653,11 @@ def render_seed() -> str:
         cmp = result.compared
         seed = ", ".join(f"{k.upper()} {v}" for k, v in layout.items())
         if cmp is None or cmp.candidate is None:
-            out.append(f"- seed layout ({seed}): no plan: {cmp.reason if cmp else '?'}")
+            out.append(f"- the guidance's layout ({seed}): no plan: {cmp.reason if cmp else '?'}")
         else:
             rank = f"rank {cmp.rank}" if cmp.rank else "below the kept plans"
             out.append(
-                f"- seed layout ({seed}): {describe(cmp.candidate.plan)}: "
+                f"- the guidance's layout ({seed}): {describe(cmp.candidate.plan)}: "
                 f"{cmp.candidate.prediction.tokens_per_s_per_gpu:.0f} tokens/s/GPU, {rank}"
                 + (f"; the top plan {cmp.why}" if cmp.why else "")
             )

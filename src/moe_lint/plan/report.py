@@ -1,4 +1,4 @@
-"""The ranked table, the pruned values and the departures from the seed, as text or JSON."""
+"""The ranked table, the pruned values and the departures from the guidance, as text or JSON."""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def to_json(result: Result) -> str:
         ],
         "dropped_by_lint": [{"layout": c.plan.key(), "code": code} for c, code in result.dropped],
         "pruned": pruned_lines(result),
-        "departures_from_seed": result.priors,
+        "departures_from_guidance": result.priors,
         "compared": _compared_json(result),
         "search": {
             "layouts": o.visited,
@@ -210,7 +210,7 @@ def to_text(result: Result) -> str:
                 lines.append(f"  {dim} {value}: {reason}")
     lines += compared_lines(result)
     if result.priors:
-        lines += ["", "where the ranking departs from the seed's rules of thumb:"]
+        lines += ["", "where the ranking departs from NVIDIA's long-context rules of thumb:"]
         lines += [f"  - {text}" for text in result.priors]
     risky = sum(1 for c in shown if c.verdict != "fits")
     if risky:

@@ -1,5 +1,5 @@
 """``moe-lint plan`` end to end: the base config, the search, the lint of the top plans, the
-departures from the seed's rules of thumb and why each plan beats the next.
+departures from NVIDIA's long-context rules of thumb and why each plan beats the next.
 
 The base is a model preset / HF ``config.json`` (an override-style document naming it) or a
 Bridge YAML (a recipe dump or override file, whose settings the plans keep: overlap flags,
@@ -459,16 +459,17 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
     if top.cp != cp0 and "cp" not in req.fixed:
         cand, reason = best_for(req, {"cp": cp0}, top.world, defaults=False)
         if cand is None:
-            out.append(f"CP {top.cp}, not the seed's seq/4096 → {cp0}: at CP {cp0}, {reason}")
+            out.append(f"CP {top.cp}, not the guidance's seq/4096 → {cp0}: at CP {cp0}, {reason}")
         else:
             out.append(
-                f"CP {top.cp}, not the seed's seq/4096 → {cp0}: the best CP {cp0} plan "
+                f"CP {top.cp}, not the guidance's seq/4096 → {cp0}: the best CP {cp0} plan "
                 f"({describe(cand.plan)}) makes {cand.prediction.tokens_per_s_per_gpu:.0f} "
                 f"tokens/s/GPU; the top plan {why_better(shown[0], cand)}"
             )
     if top.dp == 1 and any(c.plan.dp > 1 for c in outcome.kept):
         out.append(
-            "DP is 1 (the seed says keep DP alive): the kept plans with DP > 1 are predicted slower"
+            "DP is 1 (the guidance says keep DP alive): the kept plans with DP > 1 are "
+            "predicted slower"
         )
     dom = req.hardware.domain
     if top.tp > dom or top.ep * top.etp > dom:
@@ -481,7 +482,7 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
         if "full" in top.recompute:
             selective = [r for r in rungs if "full" not in r[0]]
             out.append(
-                "full recompute (the seed says selective first): "
+                "full recompute (the guidance says selective first): "
                 + ("no selective set fits this layout" if not selective else
                    "predicted faster than the selective sets that fit "
                    f"({', '.join(_rung_text(r) for r in selective[:2])})")
