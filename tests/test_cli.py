@@ -49,7 +49,7 @@ def test_seed_families_have_no_error(capsys: pytest.CaptureFixture[str], path: P
 
 
 def test_broken_example_shows_every_severity(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, str(BROKEN), "--format", "json")
+    code, out, _ = run(capsys, str(BROKEN), "--format", "json", "--show-infos")
     findings = json.loads(out)
     assert code == 1
     assert {f["severity"] for f in findings} == {"error", "warning", "info"}
@@ -217,7 +217,7 @@ def test_pyproject_settings(
     assert "PAR001" in got and "PAR002" not in got and code == 1
     code, out, _ = run(capsys, "big/dsv3.yaml", "--format", "json")
     assert code == 0 and {f["code"] for f in json.loads(out)} <= {"SEQ004"}
-    code, out, _ = run(capsys, "big/dsv3.yaml", "--isolated", "--format", "json")
+    code, out, _ = run(capsys, "big/dsv3.yaml", "--isolated", "--format", "json", "--show-infos")
     assert "PAR003" in {f["code"] for f in json.loads(out)}
 
 
@@ -337,3 +337,89 @@ def test_write_baseline_to_a_path_that_cannot_be_written_is_a_usage_error(
     written = tmp_path / "b.json"
     code, _, err = run(capsys, example, "--write-baseline", str(written))
     assert "baseline entries" in err and json.loads(written.read_text())["moe-lint-baseline"] == 1
+
+
+def test_infos_are_hidden_unless_asked_and_the_summary_counts_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: PAR003 ('world size assumed') on every file without a GPU count drowned the
+    real findings; infos show with --show-infos, --fail-on info or pyproject's show-infos."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model:\n  context_parallel_size: 2\n")
+    code, out, _ = run(capsys, str(cfg), "--isolated", "--color", "never")
+    assert code == 0 and "PAR003" not in out
+    assert out.strip().endswith("(1 file; 1 info hidden, --show-infos shows it).")
+    for args in (["--show-infos"], ["--fail-on", "info"]):
+        code, out, _ = run(capsys, str(cfg), "--isolated", "--format", "json", *args)
+        assert [f["code"] for f in json.loads(out)] == ["PAR003"]
+    code, out, _ = run(capsys, str(cfg), "--isolated", "--format", "github")
+    assert out == ""  # no annotation for hidden advice
+    (tmp_path / "pyproject.toml").write_text("[tool.moe-lint]\nshow-infos = true\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "cfg.yaml", "--format", "concise")
+    assert "PAR003 [info]" in out
+    (tmp_path / "pyproject.toml").write_text('[tool.moe-lint]\nshow-infos = "yes"\n')
+    code, _, err = run(capsys, "cfg.yaml")
+    assert code == 2 and "show-infos must be true or false" in err
+
+
+def test_statistics_counts_each_rule_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """--statistics, as ruff's: count, code, [*] when a safe fix exists, name; most first."""
+    code, out, _ = run(capsys, str(BROKEN), "--isolated", "--statistics")
+    lines = out.splitlines()
+    assert code == 1 and lines and lines[-1].endswith("--show-infos counts them too)")
+    counts = [int(line.split("\t")[0]) for line in lines[:-1]]
+    assert counts == sorted(counts, reverse=True)
+    code, out, _ = run(capsys, str(BROKEN), "--isolated", "--format", "json")
+    findings = json.loads(out)
+    code, stats_out, _ = run(
+        capsys, str(BROKEN), "--isolated", "--statistics", "--output-format", "json"
+    )
+    stats = json.loads(stats_out)
+    assert {s["code"]: s["count"] for s in stats} == {
+        c: sum(f["code"] == c for f in findings) for c in {f["code"] for f in findings}
+    }
+    fixable = {f["code"] for f in findings if f["applicability"] == "safe" and f["edits"]}
+    assert {s["code"] for s in stats if s["fixable"]} == fixable
+    marked = {line.split("\t")[1] for line in lines[:-1] if "[*]" in line}
+    assert marked == fixable
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["--fial-on", "error"], "did you mean '--fail-on'?"),
+        (["--fromat=json"], "did you mean '--format'?"),
+        (["--format", "jsn"], "did you mean 'json'?"),
+        (["--gpu", "h10"], "did you mean 'h100'?"),
+        (["--model", "deepseek-v33"], "did you mean 'deepseek-v3'?"),
+        (["--select", "PAR0001"], "did you mean 'PAR001'?"),
+        (["--ignore", "world-not-divisible-by-dense-mash"], "'world-not-divisible-by-dense-mesh'"),
+    ],
+)
+def test_unknown_flags_choices_gpus_presets_and_codes_get_a_did_you_mean(
+    capsys: pytest.CaptureFixture[str], args: list[str], hint: str
+) -> None:
+    code, _, err = run(capsys, str(GOOD[0]), "--isolated", *args)
+    assert code == 2 and hint in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["explain", "PAR0001"], "did you mean 'PAR001'?"),
+        (["rules", "atention"], "did you mean 'attention'?"),
+        (["estimate", str(GOOD[0]), "--gpu", "b20"], "did you mean 'b200'?"),
+        (["plan", "--model", "qwen3-235b-a22", "--gpus", "64"], "'qwen3-235b-a22b'?"),
+    ],
+)
+def test_subcommands_get_a_did_you_mean_too(
+    capsys: pytest.CaptureFixture[str], args: list[str], hint: str
+) -> None:
+    code, _, err = run(capsys, *args)
+    assert code == 2 and hint in err
+
+
+def test_nothing_close_gets_no_guess(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, str(GOOD[0]), "--isolated", "--gpu", "tpu-v5")
+    assert code == 2 and "did you mean" not in err and "unknown GPU 'tpu-v5'" in err

@@ -287,12 +287,21 @@ def test_models_lists_presets(capsys: pytest.CaptureFixture[str]) -> None:
     assert dsv3["total_params"] == count_params(Arch.from_preset("deepseek-v3")).total
     assert abs(dsv3["total_params"] / dsv3["published_params"]["total"] - 1) < 0.01
     assert dsv3["sources"] == presets["deepseek-v3"]["sources"]
+    assert all(isinstance(s, str) for r in rows for s in r["sources"])  # no YAML-parsed dicts
     code, text, _ = run(capsys, "models")
     lines = text.splitlines()
-    assert code == 0 and sum(not ln.startswith(" ") for ln in lines) == len(presets)
-    head = next(ln for ln in lines if ln.startswith("deepseek-v3 "))
-    assert "DeepSeek-V3 (671B)" in head and "671.0B total / 37.6B active" in head
-    assert any("deepseek_v3_bridge.py" in ln for ln in lines)
+    # A table (issue 26: it printed Python dict reprs): a header, one row per preset, a note.
+    assert code == 0 and lines[0].split()[:3] == ["preset", "model", "HF"]
+    assert len(lines) == len(presets) + 2 and "{" not in text
+    assert lines[1].split() == [
+        "deepseek-v3", "DeepSeek-V3", "DeepseekV3ForCausalLM", "61", "256", "top-8", "671.0B",
+        "37.6B",
+    ]  # fmt: skip
+    code, text, _ = run(capsys, "models", "--sources")
+    assert code == 0 and any("deepseek_v3_bridge.py" in ln for ln in text.splitlines())
+    code, text, _ = run(capsys, "models", "--format", "markdown")
+    table = text.splitlines()
+    assert table[0].startswith("| preset |") and len(table) == len(presets) + 2
 
 
 def test_models_shows_what_a_config_json_maps_to(capsys: pytest.CaptureFixture[str]) -> None:

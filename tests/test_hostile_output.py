@@ -307,7 +307,7 @@ def test_junit_infos_pass(repo: Path) -> None:
     JUnit verdict matches the exit code."""
     cfg = repo / "cfg.yaml"
     cfg.write_text("model:\n  tensor_model_parallel_size: 1\n  bogus_key: 1\n")
-    code, root = _junit(repo, str(cfg))
+    code, root = _junit(repo, str(cfg), "--show-infos")
     cases = list(root.iter("testcase"))
     assert code == 0 and len(cases) == 2  # PAR003 (info), SCH001 (warning)
     assert root.get("failures") == "0" and root.find(".//failure") is None

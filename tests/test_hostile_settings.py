@@ -363,7 +363,7 @@ def test_packs_at_their_bounds_load_in_budget(tmp_path: Path) -> None:
     second = _pack(tmp_path, "rules:\n" + rest, "b.yml")
     (tmp_path / "c.yaml").write_text(GOOD)
     code, out, err = _cli(tmp_path, "c.yaml", "--rules", str(first), "--rules", str(second),
-                          "--format", "concise")  # fmt: skip
+                          "--format", "concise", "--show-infos")  # fmt: skip
     assert code == 0, err
     assert out.count("hostile-") == 0 and out.count(" ZZZ") == 0  # infos do not fail the run
     assert out.count(": AAA") + out.count(": BAA") > 0, out[-500:]

@@ -50,7 +50,7 @@ def _relative(text: str, folder: Path, label: str) -> str:
 
 
 def _record(name: str, args: list[str], folder: Path, label: str = "") -> dict[str, Any]:
-    code, out, err = _run([*args, "--isolated", "--format", "json"])
+    code, out, err = _run([*args, "--isolated", "--format", "json", "--show-infos"])
     findings = json.loads(_relative(out, folder, label)) if out.strip() else []
     return {
         "input": name,

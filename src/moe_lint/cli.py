@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ from moe_lint.linting import (
     lint_document,
     lint_text,
     prepare,
+    rule_hint,
     slim,
 )
 from moe_lint.linting import as_input_error as _as_input_error
@@ -62,10 +64,32 @@ def _csv(value: str) -> list[str]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting."""
+    """argparse that raises instead of printing usage and exiting, with a did-you-mean for
+    an unknown flag or choice."""
 
     def error(self, message: str) -> Any:
-        raise UsageError(message)
+        raise UsageError(message + self._hint(message))
+
+    def _hint(self, message: str) -> str:
+        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+
+        if message.startswith("unrecognized arguments: "):
+            options = [o for o in self._option_string_actions if o.startswith("--")]
+            for word in message.removeprefix("unrecognized arguments: ").split():
+                if word.startswith("--"):
+                    hint = did_you_mean(word.split("=", 1)[0][:100], options)
+                    if hint:
+                        return hint
+            return ""
+        choice = _INVALID_CHOICE.search(message)
+        if choice is None:
+            return ""
+        choices = [c.strip().strip("'") for c in choice.group(2).split(",")]
+        return did_you_mean(choice.group(1)[:100], choices)
+
+
+#: argparse's "argument --format: invalid choice: 'jsn' (choose from 'text', 'json')".
+_INVALID_CHOICE = re.compile(r"invalid choice: '(.*?)' \(choose from (.*)\)")
 
 
 #: The subcommands, each with its one line for ``moe-lint --help`` (``check`` is the default:
@@ -130,7 +154,13 @@ def _check_parser() -> argparse.ArgumentParser:
     versions.add_argument("--transformer-engine", metavar="VERSION", help="e.g. 2.6")
     versions.add_argument("--bridge", metavar="VERSION", help="Megatron Bridge, e.g. 0.6")
     out = p.add_argument_group("output")
-    out.add_argument("--format", choices=FORMATS, help="output format (default: text)")
+    out.add_argument(
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=FORMATS,
+        help="output format (default: text); --output-format as ruff spells it",
+    )
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     out.add_argument(
         "-q",
@@ -139,6 +169,18 @@ def _check_parser() -> argparse.ArgumentParser:
         help="print findings only: no summary, no notices for skipped non-config YAML",
     )
     out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    out.add_argument(
+        "--show-infos",
+        action="store_true",
+        help="show info findings too (advice such as PAR003 'world size assumed'); they are "
+        "hidden by default, and always shown with --fail-on info",
+    )
+    out.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print one line per rule with its count of findings instead of the findings "
+        "(text, or json with --format json)",
+    )
     out.add_argument(
         "--summary",
         metavar="FILE",
@@ -437,6 +479,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     settings.ignore = settings.ignore + ns.ignore
     if ns.fail_on:
         settings.fail_on = ns.fail_on
+    ns.show_infos = ns.show_infos or settings.show_infos
     _memory_options(ns, settings)
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
@@ -1087,6 +1130,14 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
             r.findings = [f for f in r.findings if id(f) in kept]
         for code, file, cfg_path in stale:
             _stderr(f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)")
+    hidden = 0
+    if not (ns.show_infos or fail_on == "info"):
+        # Quiet by default: advice does not fail the run, so it is shown only when asked for.
+        shown = [f for f in findings if f.severity != "info"]
+        hidden, findings = len(findings) - len(shown), shown
+        if hidden:
+            for r in results:
+                r.findings = [f for f in r.findings if f.severity != "info"]
     if errors:
         status = EXIT_USAGE
     else:
@@ -1104,7 +1155,10 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
             ) from None
         out = handle
     try:
-        _write_format(results, findings, fmt, ns, out, problems, fail_on)
+        if ns.statistics:
+            out.write(report.statistics(findings, fmt == "json", hidden))
+        else:
+            _write_format(results, findings, fmt, ns, out, problems, fail_on, hidden)
         out.flush()
     except BrokenPipeError:
         _silence_stdout()  # a closed pipe cuts the report short; the exit code still holds
@@ -1131,6 +1185,7 @@ def _write_format(
     out: Any,
     problems: list[Any],
     fail_on: str = "error",
+    hidden: int = 0,
 ) -> None:
     """Write the report; every format escapes what it echoes (moe_lint.output.escape), and the
     machine formats carry the input errors too (README "Input errors")."""
@@ -1174,7 +1229,7 @@ def _write_format(
             fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
             unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
             linted = sum(1 for r in results if r.notice is None and r.error is None)
-            rows.append(report.summary(findings, linted, fixable, unsafe, len(problems)))
+            rows.append(report.summary(findings, linted, fixable, unsafe, len(problems), hidden))
         if rows:
             if _use_color(out, ns.color):
                 report.render_rich(rows, out)
@@ -1226,9 +1281,13 @@ def _selected_rules(catalogue: Any, target: str | None) -> list[Any]:
         if r.code.upper().startswith(prefix) or r.name == target or r.pack == target
     ]
     if not chosen:
+        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+
         packs = sorted({r.pack for r in catalogue.rules})
+        hint = did_you_mean(target[:100], packs) or rule_hint(catalogue, target)
         raise UsageError(
-            f"no rule code, name or pack matches {bounded_repr(target)} (packs: {', '.join(packs)})"
+            f"no rule code, name or pack matches {bounded_repr(target)}{hint} "
+            f"(packs: {', '.join(packs)})"
         )
     return chosen
 
@@ -1272,6 +1331,9 @@ def model_json(key: str, entry: dict[str, Any]) -> dict[str, Any]:
         "hf_architecture": entry.get("hf_architecture"),
         "bridge": entry.get("bridge"),
         "aliases": list(entry.get("aliases") or []),
+        "layers": preset_fields(key).get("num_layers"),
+        "experts": preset_fields(key).get("num_moe_experts"),
+        "topk": preset_fields(key).get("moe_router_topk"),
         "total_params": counts.total,
         "active_params": counts.active,
         "published_params": dict(entry.get("published_params") or {}),
@@ -1288,13 +1350,20 @@ def _cmd_models(argv: list[str]) -> int:
     config.json (or a model directory) maps to."""
     p = _Parser(prog="moe-lint models")
     p.add_argument("target", nargs="?", help="an HF config.json or model directory to map")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument(
+        "--sources", action="store_true", help="list each preset's sources under its row"
+    )
     ns = p.parse_args(argv)
     if ns.target:
         key = normalize_model(ns.target, "models")
         fields = preset_fields(key)
         if ns.format == "json":
             sys.stdout.write(escape.dumps({"model": key, "fields": fields}, indent=2) + "\n")
+        elif ns.format == "markdown":
+            print(escape.line("| field | value |\n|---|---|"))
+            for name, value in fields.items():
+                print(escape.line(f"| `model.{name}` | `{value!r}` |"))
         else:
             print(escape.line(f"# {key}"))
             for name, value in fields.items():
@@ -1304,15 +1373,42 @@ def _cmd_models(argv: list[str]) -> int:
     if ns.format == "json":
         sys.stdout.write(escape.dumps(rows, indent=2) + "\n")
         return EXIT_OK
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        head = (
-            f"{r['name']:<{width}}  {r['display_name']}  {r['hf_id']}  {r['hf_architecture']}  "
-            f"{_billions(r['total_params'])} total / {_billions(r['active_params'])} active"
+    header = ("preset", "model", "HF architecture", "layers", "experts", "total", "active")
+    table = [
+        (
+            r["name"],
+            str(r["display_name"] or "").split(" (")[0],  # the notes stay in --format json
+            str(r["hf_architecture"] or ""),
+            str(r["layers"]),
+            f"{r['experts']} top-{r['topk']}" if r["experts"] else "dense",
+            _billions(r["total_params"]),
+            _billions(r["active_params"]),
         )
-        print(escape.line(head))
-        for source in r["sources"]:
-            print(escape.line(f"{'':<{width}}    {source}"))
+        for r in rows
+    ]
+    if ns.format == "markdown":
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * 3 + "---:|" * 4)
+        for cells in table:
+            print(escape.line("| " + " | ".join(cells) + " |"))
+        return EXIT_OK
+    widths = [max(len(c) for c in column) for column in zip(header, *table, strict=True)]
+    right = {3, 5, 6}  # counts align right
+
+    def row(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    print(row(header))
+    for r, cells in zip(rows, table, strict=True):
+        print(escape.line(row(cells)))
+        if ns.sources:
+            for source in r["sources"]:
+                print(escape.line(f"    {source}"))
+    if not ns.sources:
+        print("(total and active: parameters without MTP; --sources lists where each comes from)")
     return EXIT_OK
 
 
@@ -1395,7 +1491,8 @@ def _cmd_explain(argv: list[str]) -> int:
         raise UsageError("explain needs a rule code or name")
     rule = catalogue.by_code.get(ns.target.upper()) or catalogue.by_name.get(ns.target)
     if rule is None:
-        raise UsageError(f"no rule {ns.target!r} (see `moe-lint rules`)")
+        hint = rule_hint(catalogue, ns.target)
+        raise UsageError(f"no rule {bounded_repr(ns.target)}{hint} (see `moe-lint rules`)")
 
     if ns.format == "json":
         sys.stdout.write(escape.dumps(rule_json(rule), indent=2) + "\n")

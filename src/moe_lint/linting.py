@@ -136,8 +136,19 @@ def select_rules(catalogue: Catalogue, settings: Settings, path: str) -> list[Ru
 def _resolve(catalogue: Catalogue, selector: str) -> list[Rule]:
     rules = catalogue.resolve(selector)
     if not rules:
-        raise UsageError(f"unknown rule selector {bounded_repr(selector)}")
+        raise UsageError(
+            f"unknown rule selector {bounded_repr(selector)}{rule_hint(catalogue, selector)}"
+        )
     return rules
+
+
+def rule_hint(catalogue: Catalogue, word: str) -> str:
+    """``; did you mean 'PAR001'?`` for a misspelt rule code or name (a usage error's end)."""
+    from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+
+    word = word.strip()[:100]
+    candidates = [r.name for r in catalogue.rules] if "-" in word else list(catalogue.by_code)
+    return did_you_mean(word.upper() if "-" not in word else word, candidates)
 
 
 def check_selectors(catalogue: Catalogue, settings: Settings) -> None:

@@ -84,6 +84,8 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     per_file: dict[str, dict[str, Any]] = field(default_factory=dict)
     fail_on: str = "error"
+    #: Show info findings (``show-infos``, --show-infos); hidden by default.
+    show_infos: bool = False
     rules: list[str] = field(default_factory=list)
     #: Raw memory-model settings ([tool.moe-lint.memory], --memory NAME=VALUE).
     memory: dict[str, Any] = field(default_factory=dict)
@@ -144,8 +146,11 @@ def normalize_gpu(name: str, where: str) -> str:
     key = name.strip().lower()
     key = GPU_ALIASES.get(key, key)
     if key not in gpu_specs():
+        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+
         choices = ", ".join(GPU_ALIASES)
-        raise UsageError(f"{where}: unknown GPU {_shown(name)} (choose from {choices})")
+        hint = did_you_mean(key, [*GPU_ALIASES, *gpu_specs()])
+        raise UsageError(f"{where}: unknown GPU {_shown(name)}{hint} (choose from {choices})")
     return key
 
 
@@ -246,7 +251,7 @@ _PYPROJECT_KEYS = {
     "gpus", "nodes", "gpus-per-node", "gpu", "model", "select", "extend-select", "ignore",
     "per-file-ignores", "per-file", "fail-on", "rules", "format", "megatron-core",
     "transformer-engine", "bridge", "memory", "extra-fields", "introspect-bridge",
-    "exclude", "extend-exclude",
+    "exclude", "extend-exclude", "show-infos",
 }  # fmt: skip
 
 
@@ -424,6 +429,10 @@ def settings_from_table(
     if fail_on not in ("error", "warning", "info"):
         raise UsageError(f"{where}: fail-on must be error, warning or info")
     settings.fail_on = fail_on
+    show_infos = table.get("show-infos", False)
+    if not isinstance(show_infos, bool):
+        raise UsageError(f"{where}: show-infos must be true or false")
+    settings.show_infos = show_infos
     memory = table.get("memory", {})
     if not isinstance(memory, dict):
         raise UsageError(f"{where}: memory must be a table of memory-model settings")
@@ -533,7 +542,10 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
         raise UsageError(
             f"{where}: no model preset or HF config.json {_shown(name)} (see `moe-lint models`)"
         )
-    raise UsageError(f"{where}: unknown model preset {_shown(name)} (see `moe-lint models`)")
+    from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+
+    hint = did_you_mean(name.strip().lower(), list(model_presets()))
+    raise UsageError(f"{where}: unknown model preset {_shown(name)}{hint} (see `moe-lint models`)")
 
 
 def beside_config(path: str) -> str | None:

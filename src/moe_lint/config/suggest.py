@@ -1,6 +1,7 @@
 """'Did you mean' for names: the known name closest to a misspelt one.
 
-Used for unknown config keys, override keys, recompute labels and suppression codes, so every
+Used for unknown config keys, override keys, recompute labels, suppression codes and the
+command line's flags, choices, GPU names, model presets and rule selectors, so every
 suggestion moe-lint makes follows one rule: a case-insensitive exact match first, else
 difflib's closest match at a 0.75 ratio or better.
 """
@@ -17,6 +18,12 @@ def closest(word: str, candidates: list[str]) -> str | None:
         return lowered[word.lower()]
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
+
+
+def did_you_mean(word: str, candidates: list[str]) -> str:
+    """``; did you mean 'x'?`` for the end of a usage error, or nothing when no name is close."""
+    guess = closest(word, candidates)
+    return f"; did you mean {guess!r}?" if guess is not None and guess != word else ""
 
 
 #: Where a key that several sections have most likely belongs, first to last.

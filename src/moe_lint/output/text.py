@@ -127,18 +127,53 @@ def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segmen
 
 
 def summary(
-    findings: Sequence[Finding], files: int, fixable: int, unsafe: int, failed: int = 0
+    findings: Sequence[Finding],
+    files: int,
+    fixable: int,
+    unsafe: int,
+    failed: int = 0,
+    hidden: int = 0,
 ) -> list[Segment]:
     """The last line of a text report; ``failed`` files could not be linted (their errors
-    are on stderr)."""
+    are on stderr), ``hidden`` info findings were not shown (no --show-infos)."""
+    shows = "shows it" if hidden == 1 else "shows them"
+    infos = f"; {_plural(hidden, 'info')} hidden, --show-infos {shows}" if hidden else ""
     if failed:
         found = _found(findings, files, fixable, unsafe) if findings else (
             f"No findings in {files} file{'s' if files != 1 else ''}")  # fmt: skip
         could_not = f"{failed} file{'s' if failed != 1 else ''} could not be linted"
-        return [(f"{found}; {could_not}.", None)]
+        return [(f"{found}; {could_not}{infos}.", None)]
     if not findings:
-        return [(f"All checks passed ({files} file{'s' if files != 1 else ''}).", "ok")]
-    return [(_found(findings, files, fixable, unsafe) + ".", None)]
+        return [(f"All checks passed ({files} file{'s' if files != 1 else ''}{infos}).", "ok")]
+    return [(_found(findings, files, fixable, unsafe) + infos + ".", None)]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def statistics(findings: Sequence[Finding], as_json: bool = False, hidden: int = 0) -> str:
+    """``--statistics``: one line per rule, most findings first (ruff's columns: count, code,
+    ``[*]`` when a finding of it has a safe fix, name); as JSON, one record per rule."""
+    rows: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        row = rows.setdefault(
+            f.code,
+            {"code": f.code, "name": f.name, "severity": f.severity, "count": 0, "fixable": False},
+        )
+        row["count"] += 1
+        row["fixable"] = row["fixable"] or (f.applicability == "safe" and bool(f.edits))
+    ordered = sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
+    if as_json:
+        return escape.dumps(ordered, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in ordered), default=1)
+    lines = [
+        f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '   '} {r['name']}"
+        for r in ordered
+    ]
+    if hidden:
+        lines.append(f"({_plural(hidden, 'info')} hidden, --show-infos counts them too)")
+    return "".join(escape.line(text) + "\n" for text in lines)
 
 
 def _found(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> str:
