@@ -31,12 +31,13 @@ QWEN_SFT = DUMPS / "qwen3_235b_a22b_sft_64gpu_h100_bf16_config.yaml"
 
 
 def cli_json(*args: str) -> tuple[int, Any, str]:
-    """The reference: ``moe-lint ARGS --format json --isolated`` in-process."""
+    """The reference: ``moe-lint ARGS --format json --isolated --show-infos`` in-process (the
+    API returns infos too: hiding advice is the command line's report choice)."""
     from moe_lint.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*args, "--format", "json", "--isolated"])
+        code = main([*args, "--format", "json", "--isolated", "--show-infos"])
     return code, json.loads(out.getvalue()) if out.getvalue().strip() else None, err.getvalue()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -423,3 +424,76 @@ def test_subcommands_get_a_did_you_mean_too(
 def test_nothing_close_gets_no_guess(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, str(GOOD[0]), "--isolated", "--gpu", "tpu-v5")
     assert code == 2 and "did you mean" not in err and "unknown GPU 'tpu-v5'" in err
+
+
+LAYOUT = (
+    "model:\n  pipeline_model_parallel_size: 8\n  context_parallel_size: 32\n"
+    "  expert_model_parallel_size: 32\n"
+)
+
+
+def _nested_repo(root: Path) -> None:
+    """A repo whose root table says 96 GPUs, a nested project's pyproject.toml without a
+    table (it must not hide the root's), and a team folder with its own table (256 GPUs)."""
+    (root / "sub" / "plain").mkdir(parents=True)
+    (root / "team").mkdir()
+    (root / "pyproject.toml").write_text('[tool.moe-lint]\ngpus = 96\ngpu = "h100"\n')
+    (root / "sub" / "pyproject.toml").write_text('[project]\nname = "unrelated"\n')
+    (root / "team" / "pyproject.toml").write_text(
+        '[tool.moe-lint]\ngpus = 256\nignore = ["PAR004"]\n'
+    )
+    for folder in (root, root / "sub" / "plain", root / "team"):
+        (folder / "cfg.yaml").write_text(LAYOUT)
+
+
+def test_each_file_gets_its_closest_pyproject_with_a_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26, as ruff finds settings: the closest pyproject.toml with [tool.moe-lint] to
+    each linted file, walking up; a nested pyproject without the table does not hide its
+    parent's, and the command line still wins."""
+    _nested_repo(tmp_path)
+    for cwd in (tmp_path, tmp_path / "sub"):
+        monkeypatch.chdir(cwd)
+        files = [str(tmp_path / p / "cfg.yaml") for p in ("", "sub/plain", "team")]
+        code, out, _ = run(capsys, *files, "--format", "json")
+        by_file: dict[str, set[str]] = {}
+        for f in json.loads(out):
+            by_file.setdefault(f["file"], set()).add(f["code"])
+        root, plain, team = (by_file.get(f, set()) for f in files)
+        assert "PAR001" in root and "PAR001" in plain  # 96 GPUs from the root table
+        assert "PAR001" not in team and "PAR004" not in team and "PAR005" in team  # 256
+        assert code == 1
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "team/cfg.yaml", "--gpus", "96", "--format", "json")
+    assert "PAR001" in {f["code"] for f in json.loads(out)}
+
+
+def test_show_settings_names_each_value_and_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _nested_repo(tmp_path)
+    (tmp_path / "directive.yaml").write_text("# moe-lint: gpus=512\n" + LAYOUT)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(
+        capsys, "--show-settings", "cfg.yaml", "directive.yaml", "sub/plain/cfg.yaml",
+        "team/cfg.yaml", "--gpu", "b200",
+    )  # fmt: skip
+    assert code == 0 and "error" not in out.split("fail-on")[0]
+    blocks = dict(
+        (block.splitlines()[0], block) for block in re.split(r"\n(?=\S)", out.strip())
+    )
+    assert f"settings: {tmp_path / 'pyproject.toml'} [tool.moe-lint]" in blocks["cfg.yaml"]
+    assert "gpus: 96 (pyproject)" in blocks["cfg.yaml"]
+    assert "gpu: b200 (command line)" in blocks["cfg.yaml"]
+    assert "gpus: 512 (# moe-lint: directive in the file)" in blocks["directive.yaml"]
+    assert "gpus: 96 (pyproject)" in blocks["sub/plain/cfg.yaml"]
+    team = blocks["team/cfg.yaml"]
+    assert f"settings: {tmp_path / 'team' / 'pyproject.toml'}" in team
+    assert "gpus: 256 (pyproject)" in team and "ignore PAR004" in team
+    code, out, _ = run(capsys, "--show-settings", "--isolated", "cfg.yaml")
+    assert "settings: none (--isolated)" in out and "gpus: not given" in out
+    code, out, _ = run(capsys, "--show-files", ".")
+    assert code == 0 and sorted(out.split()) == sorted(
+        ["cfg.yaml", "directive.yaml", "sub/plain/cfg.yaml", "team/cfg.yaml"]
+    )

@@ -235,7 +235,9 @@ def test_worst_exit_code_and_summary_with_good_bad_missing(
     assert "broken.yaml:9:3: error PAR001" in out and "good.yaml:13:3: warning PAR004" in out
     last = out.rstrip().splitlines()[-1]
     assert last.startswith("Found ") and " errors, " in last
-    assert last.endswith("--unsafe-fixes); 2 files could not be linted.")
+    assert last.endswith(
+        "--unsafe-fixes); 2 files could not be linted; 3 infos hidden, --show-infos shows them."
+    )
     assert " in 2 files (" in last
     code, out, err = run(capsys, "missing.yaml", "good.yaml")
     assert code == 2 and out.rstrip().endswith("in 1 file; 1 file could not be linted.")

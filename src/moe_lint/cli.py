@@ -28,9 +28,12 @@ from moe_lint.config.overrides import looks_like_override, parse_override
 from moe_lint.config.settings import (
     FORMATS,
     Settings,
+    SettingsFinder,
     apply_cluster,
     check_table,
+    default_gpus_per_node,
     find_pyproject,
+    glob_match,
     load_pyproject,
     model_presets,
     normalize_model,
@@ -47,7 +50,9 @@ from moe_lint.linting import (
     lint_document,
     lint_text,
     prepare,
+    resolve_settings,
     rule_hint,
+    select_rules,
     slim,
 )
 from moe_lint.linting import as_input_error as _as_input_error
@@ -233,6 +238,17 @@ def _check_parser() -> argparse.ArgumentParser:
         "--force-exclude",
         action="store_true",
         help="skip excluded files even when named on the command line (for pre-commit)",
+    )
+    found.add_argument(
+        "--show-files",
+        action="store_true",
+        help="list the files that would be linted, and lint nothing",
+    )
+    found.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="show each file's settings (its pyproject, model, GPUs, versions, rules) and "
+        "where each came from, and lint nothing",
     )
     found.add_argument(
         "--stdin-filename",
@@ -426,13 +442,138 @@ def _memory_options(ns: argparse.Namespace, settings: Settings) -> None:
         memory_settings(settings.memory, "--memory")
 
 
-def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None]:
+def _settings_for(ns: argparse.Namespace) -> tuple[Any, str | None, Path | None]:
+    """The run's settings, output format and their pyproject: --config's, none with
+    --isolated, else the closest pyproject.toml with a [tool.moe-lint] table at or above the
+    current folder (each linted file may have a closer one: SettingsFinder)."""
     if ns.isolated:
-        return Settings(), None
+        return Settings(), None, None
     path = Path(ns.config) if ns.config else find_pyproject(Path.cwd())
     if ns.config and not path.exists():  # type: ignore[union-attr]
         raise UsageError(f"--config {ns.config}: no such file")
-    return load_pyproject(path)
+    settings, fmt = load_pyproject(path)
+    return settings, fmt, path
+
+
+def _file_setup(
+    path: str, finder: SettingsFinder, catalogue_for: Any, stdin_name: str | None = None
+) -> tuple[Settings, Any]:
+    """The settings and catalogue ``path`` is linted with; stdin's are those of
+    --stdin-filename's folder (the current folder when none is given)."""
+    file_settings = finder.settings_for(_settings_path(path, stdin_name))
+    return file_settings, catalogue_for(file_settings)
+
+
+def _settings_path(path: str, stdin_name: str | None) -> str:
+    """The file name whose folder decides ``path``'s settings (stdin: --stdin-filename)."""
+    if path != STDIN:
+        return path
+    return stdin_name if stdin_name else str(Path.cwd() / STDIN)
+
+
+def _show(
+    targets: list[Target],
+    setup: dict[str, tuple[Settings, Any]],
+    finder: SettingsFinder,
+    ns: argparse.Namespace,
+    cli_cluster: dict[str, Any],
+) -> int:
+    """``--show-files`` / ``--show-settings`` (ruff's names): what would be linted, and with
+    which settings from where; nothing is linted. A file that cannot be read is its one
+    error line (exit 2), as when linting."""
+    status = EXIT_OK
+    for target in targets:
+        if target.error is not None:
+            _stderr(f"{target.path}: error: {target.error}")
+            status = EXIT_USAGE
+            continue
+        if not _lintable(target):
+            continue
+        name = _settings_path(target.path, ns.stdin_filename)
+        if not ns.show_settings:
+            print(escape.line(name))
+            continue
+        if target.path == STDIN:
+            print(escape.line(f"{name}: (stdin: settings of its folder; directives unread)"))
+            text, launcher, launcher_source = "", None, ""
+        else:
+            try:
+                doc = load_file(target.path)
+            except InputError as exc:
+                _stderr(f"{target.path}: error: {exc}")
+                status = EXIT_USAGE
+                continue
+            text, launcher, launcher_source = doc.text, doc.launcher, doc.launcher_source
+        file_settings, catalogue = setup[target.path]
+        pyproject = finder.pyproject_for(name)
+        origins: dict[str, str] = {}
+        resolved = resolve_settings(
+            name, text, file_settings, cli_cluster, launcher, launcher_source, origins
+        )
+        for line_text in _settings_lines(name, resolved, origins, pyproject, catalogue, ns):
+            print(escape.line(line_text))
+    return status
+
+
+def _settings_lines(
+    name: str,
+    settings: Settings,
+    origins: dict[str, str],
+    pyproject: Path | None,
+    catalogue: Any,
+    ns: argparse.Namespace,
+) -> list[str]:
+    """One file's ``--show-settings`` block: each value and the layer it came from."""
+    top = "none (--isolated)" if ns.isolated else "none found"
+    where = f"{pyproject} [tool.moe-lint]" if pyproject is not None else top
+
+    def origin(*keys: str) -> str:
+        for key in keys:
+            if key in origins:
+                return origins[key]
+        return "pyproject" if pyproject is not None else "?"
+
+    world = settings.world()
+    if world is None:
+        gpus = "not given: checked at the smallest world its layout runs on (PAR003)"
+    elif settings.gpus is not None:
+        gpus = f"{world} ({origin('gpus')})"
+    else:
+        per_node = settings.gpus_per_node or default_gpus_per_node(settings.gpu)
+        gpus = f"{world} = {settings.nodes} nodes × {per_node} ({origin('nodes', 'gpus-per-node')})"
+    versions = ", ".join(
+        f"{package} {version} ({origin(package)})" for package, version in settings.versions.items()
+    )
+    selected = select_rules(catalogue, settings, name)
+    rules = f"{len(selected)} of {len(catalogue.rules)}"
+    if settings.select is not None:
+        rules += f"; select {', '.join(settings.select)}"
+    if settings.ignore:
+        rules += f"; ignore {', '.join(settings.ignore)}"
+    ignored = [g for g in settings.per_file_ignores if glob_match(name, g, settings.base_dir)]
+    if ignored:
+        rules += f"; per-file-ignores {', '.join(map(repr, ignored))}"
+    return [
+        name,
+        f"  settings: {where}",
+        f"  gpus: {gpus}",
+        f"  gpu: {settings.gpu} ({origin('gpu')})" if settings.gpu else "  gpu: not given",
+        f"  model: {settings.model} ({origin('model')})"
+        if settings.model
+        else "  model: not given (the config's own fields)",
+        f"  versions: {versions}" if versions else "  versions: none stated (newest releases)",
+        f"  rules: {rules}",
+        f"  fail-on: {settings.fail_on}",
+    ]
+
+
+def _merged_rules(catalogues: list[Any]) -> list[Any]:
+    """Every rule of the catalogues a run used, once per code (SARIF's rule table)."""
+    rules: dict[str, Any] = {}
+    for catalogue in catalogues:
+        for rule in catalogue.rules:
+            rules.setdefault(rule.code, rule)
+    return list(rules.values())
 
 
 def parse_command_line(
@@ -471,16 +612,21 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         rulecache.disable()
     mlm_words = _mlm_words(ns)
     files, overrides = _split_args(ns, allow_none=bool(mlm_words))
-    settings, fmt_setting = _settings_for(ns)
+    settings, fmt_setting, settings_path = _settings_for(ns)
     _check_command_line(ns)
-    if ns.select is not None:
-        settings.select = ns.select
-    settings.extend_select = settings.extend_select + ns.extend_select
-    settings.ignore = settings.ignore + ns.ignore
-    if ns.fail_on:
-        settings.fail_on = ns.fail_on
+
+    def adjust(file_settings: Settings) -> None:
+        """The command line's rule and memory options over a pyproject's settings."""
+        if ns.select is not None:
+            file_settings.select = ns.select
+        file_settings.extend_select = file_settings.extend_select + ns.extend_select
+        file_settings.ignore = file_settings.ignore + ns.ignore
+        if ns.fail_on:
+            file_settings.fail_on = ns.fail_on
+        _memory_options(ns, file_settings)
+
+    adjust(settings)
     ns.show_infos = ns.show_infos or settings.show_infos
-    _memory_options(ns, settings)
     fmt = ns.format or fmt_setting or "text"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {bounded_repr(fmt)} (choose from {', '.join(FORMATS)})")
@@ -490,12 +636,32 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         from moe_lint.output.target import output_target
 
         output_target(ns.write_baseline, "--write-baseline")  # before linting anything
-    catalogue = load_catalogue(extra_packs=[*settings.rules, *ns.rules])
-    _settle_gc()
-    check_selectors(catalogue, settings)  # before linting anything
+    catalogues: dict[tuple[str, ...], Any] = {}
 
-    ns.catalogue = catalogue
+    def catalogue_for(file_settings: Settings) -> Any:
+        """The catalogue a file's settings name (its pyproject's packs), loaded once each and
+        its selectors checked before anything is linted with it."""
+        packs = (*file_settings.rules, *ns.rules)
+        if packs not in catalogues:
+            catalogues[packs] = load_catalogue(extra_packs=list(packs))
+        check_selectors(catalogues[packs], file_settings)
+        return catalogues[packs]
+
+    catalogue = catalogue_for(settings)
+    _settle_gc()
+    finder = SettingsFinder(bool(ns.isolated or ns.config), settings, settings_path, adjust)
     targets = _targets(files, ns, settings)
+    # Each file's own settings (the closest pyproject with a [tool.moe-lint] table), checked
+    # before any file is linted: a bad nested pyproject is one usage error, as the top one is.
+    setup = {
+        t.path: _file_setup(t.path, finder, catalogue_for, ns.stdin_filename)
+        for t in targets
+        if _lintable(t)
+    }
+    ns.catalogue = catalogue
+    ns.catalogue_rules = _merged_rules([catalogue, *catalogues.values()])
+    if ns.show_files or ns.show_settings:
+        return _show(targets, setup, finder, ns, cli_cluster)
     if ns.fix and not ns.diff and any(t.path == STDIN for t in targets):
         raise UsageError(
             "--fix writes files in place and cannot write to stdin: use --diff to see the "
@@ -513,15 +679,19 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             if target.error is not None or target.notice is not None:
                 results.append(FileResult(target.path, error=target.error, notice=target.notice))
                 continue
+            file_settings, file_catalogue = setup[target.path]
             if target.path == STDIN:
-                result = _stdin_result(ns, catalogue, settings, overrides, cli_cluster)
+                result = _stdin_result(ns, file_catalogue, file_settings, overrides, cli_cluster)
             else:
                 result = lint_one(
-                    target.path, catalogue, settings, overrides, cli_cluster, _as_input_error
-                )
+                    target.path, file_catalogue, file_settings, overrides, cli_cluster,
+                    _as_input_error,
+                )  # fmt: skip
             if result.doc is not None and result.error is None:
                 before = result.doc.text
-                result, outcome = _fix_file(result, catalogue, settings, overrides, cli_cluster, ns)
+                result, outcome = _fix_file(
+                    result, file_catalogue, file_settings, overrides, cli_cluster, ns
+                )
                 changed += outcome.text != before
                 outcomes.append((result.path, outcome))
             results.append(slim(result))
@@ -529,22 +699,28 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
         from moe_lint.workers import lint_many
 
-        paths = [t.path for t in targets if _lintable(t) and t.path != STDIN]
         # Only the text format's code frames read a file's text: the others keep none of it.
         keep_text = fmt == "text"
-        linted = iter(
-            lint_many(
-                paths, catalogue, settings, overrides, cli_cluster, _as_input_error, keep_text
-            )
-        )
+        groups: dict[int, list[str]] = {}  # files linted with the same settings, in order
+        for target in targets:
+            if _lintable(target) and target.path != STDIN:
+                groups.setdefault(id(setup[target.path][0]), []).append(target.path)
+        linted: dict[int, Any] = {}
+        for key, paths in groups.items():
+            file_settings, file_catalogue = setup[paths[0]]
+            linted[key] = iter(
+                lint_many(paths, file_catalogue, file_settings, overrides, cli_cluster,
+                          _as_input_error, keep_text)
+            )  # fmt: skip
         for target in targets:
             if not _lintable(target):
                 results.append(FileResult(target.path, error=target.error, notice=target.notice))
             elif target.path == STDIN:
-                stdin = _stdin_result(ns, catalogue, settings, overrides, cli_cluster)
+                file_settings, file_catalogue = setup[STDIN]
+                stdin = _stdin_result(ns, file_catalogue, file_settings, overrides, cli_cluster)
                 results.append(slim(stdin, keep_text))
             else:
-                results.append(next(linted))
+                results.append(next(linted[id(setup[target.path][0])]))
     if mlm_words:
         results.append(_lint_arglist(mlm_words, catalogue, settings, overrides, cli_cluster))
     if ns.diff:
@@ -724,9 +900,15 @@ def _cmd_estimate(argv: list[str]) -> int:
         from moe_lint.output.target import output_target, write_output
 
         output_target(ns.output)  # before any work: a bad -o is one usage line
-    settings, _ = _settings_for(ns)
+    settings, _, settings_path = _settings_for(ns)
     _check_command_line(ns)
     _memory_options(ns, settings)
+    finder = SettingsFinder(
+        bool(ns.isolated or ns.config),
+        settings,
+        settings_path,
+        lambda file_settings: _memory_options(ns, file_settings),
+    )
     cli_cluster = _cli_cluster(ns)
 
     payload: list[dict[str, Any]] = []
@@ -747,7 +929,8 @@ def _cmd_estimate(argv: list[str]) -> int:
             if target.path == STDIN and stream is None:
                 raise InputError("stdin is closed or not readable as bytes")
             doc = read_stdin(stream, path) if stream is not None else load_file(path)
-            cfg, facts, file_settings = prepare(doc, settings, overrides, cli_cluster)
+            pyproject_settings = finder.settings_for(_settings_path(target.path, ns.stdin_filename))
+            cfg, facts, file_settings = prepare(doc, pyproject_settings, overrides, cli_cluster)
             mem, warn, margin = memory_settings(file_settings.memory, "memory settings")
             est = run_estimate(cfg, facts, mem)
         except InputError as exc:
@@ -1195,7 +1378,7 @@ def _write_format(
     if fmt in ("sarif", "gitlab", "junit"):
         root = formats.repo_root()
         if fmt == "sarif":
-            out.write(formats.sarif(findings, ns.catalogue.rules, root, problems))
+            out.write(formats.sarif(findings, ns.catalogue_rules, root, problems))
         elif fmt == "gitlab":
             out.write(formats.gitlab(findings, root, problems))
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
 from moe_lint.analysis.memory_facts import attach
@@ -86,14 +87,19 @@ def resolve_settings(
     cli: dict[str, object],
     launcher: dict[str, str] | None = None,
     launcher_source: str = "",
+    origins: dict[str, str] | None = None,
 ) -> Settings:
     """pyproject (+ per-file globs) < the launch command's world (a Megatron-LM script's
     ``torchrun --nproc_per_node N --nnodes M``) < in-file directive < CLI; with no model from
-    any of them, an HF ``config.json`` beside the file gives the model (settings.beside_config)."""
+    any of them, an HF ``config.json`` beside the file gives the model (settings.beside_config).
+
+    ``origins``, when given, gets the layer each cluster key came from (``--show-settings``)."""
     settings = base
+    layers: list[tuple[str, dict[str, Any]]] = []
     for glob, values in base.per_file.items():
         if glob_match(path, glob, base.base_dir):
             settings = apply_cluster(settings, values, f"per-file {glob}", base.base_dir)
+            layers.append((f"pyproject per-file {glob!r}", dict(values)))
     if launcher:
         settings = apply_cluster(
             settings,
@@ -101,15 +107,23 @@ def resolve_settings(
             f"{path}: launch command",
             source=launcher_source or "launch command",
         )
+        layers.append((launcher_source or "launch command", dict(launcher)))
     directives = parse_directives(doc_text, path)
     if directives:
         settings = apply_cluster(settings, directives, f"{path}: directive", Path(path).parent)
+        layers.append(("# moe-lint: directive in the file", dict(directives)))
     if cli:
         settings = apply_cluster(settings, dict(cli), "command line")
+        layers.append(("command line", dict(cli)))
     if settings.model is None:
         beside = beside_config(path)
         if beside is not None:
             settings = replace(settings, model=beside)
+            layers.append(("config.json beside the file", {"model": beside}))
+    if origins is not None:
+        for where, values in layers:
+            for key in values:
+                origins[key.replace("_", "-")] = where
     return settings
 
 

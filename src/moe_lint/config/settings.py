@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -239,12 +239,72 @@ def parse_directives(text: str, where: str) -> dict[str, str]:
     return found
 
 
-def find_pyproject(start: Path) -> Path | None:
+def find_pyproject(start: Path, cache: dict[Path, Path | None] | None = None) -> Path | None:
+    """The closest ``pyproject.toml`` at or above the folder ``start`` that has a
+    ``[tool.moe-lint]`` table, as ruff finds its settings: a nested project's pyproject without
+    the table does not hide its parent's. ``cache`` maps folders already searched to their
+    answer (one walk per folder in a run of many files)."""
+    seen: list[Path] = []
+    found: Path | None = None
     for folder in [start, *start.parents]:
+        if cache is not None and folder in cache:
+            found = cache[folder]
+            break
+        seen.append(folder)
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+        if candidate.is_file() and has_settings_table(candidate):
+            found = candidate
+            break
+    if cache is not None:
+        for folder in seen:
+            cache[folder] = found
+    return found
+
+
+def has_settings_table(path: Path) -> bool:
+    """Whether ``path`` (a pyproject.toml) has a ``[tool.moe-lint]`` table; a file that
+    cannot be read or parsed is one usage error, as when its settings are loaded."""
+    return _pyproject_table(path) is not None
+
+
+class SettingsFinder:
+    """Each linted file's settings: ``--config``'s for every file, none with ``--isolated``,
+    else those of the closest pyproject.toml with a ``[tool.moe-lint]`` table at or above the
+    file (find_pyproject). ``adjust`` applies the command line's options to each loaded
+    Settings; a file whose closest table is ``default_path`` gets ``default`` itself."""
+
+    def __init__(
+        self,
+        fixed: bool,
+        default: Settings,
+        default_path: Path | None,
+        adjust: Callable[[Settings], None],
+    ) -> None:
+        self.fixed = fixed
+        self.default = default
+        self.default_path = default_path.resolve() if default_path is not None else None
+        self._adjust = adjust
+        self._folders: dict[Path, Path | None] = {}
+        self._loaded: dict[Path | None, Settings] = {self.default_path: default}
+
+    def pyproject_for(self, file: str) -> Path | None:
+        """The settings file ``file`` is linted with (None: the defaults)."""
+        if self.fixed:
+            return self.default_path
+        try:
+            folder = Path(file).resolve().parent
+        except (OSError, RuntimeError, ValueError):
+            return self.default_path
+        found = find_pyproject(folder, self._folders)
+        return found.resolve() if found is not None else None
+
+    def settings_for(self, file: str) -> Settings:
+        path = self.pyproject_for(file)
+        if path not in self._loaded:
+            settings, _ = load_pyproject(path)
+            self._adjust(settings)
+            self._loaded[path] = settings
+        return self._loaded[path]
 
 
 _PYPROJECT_KEYS = {
@@ -264,6 +324,15 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     settings = Settings()
     if path is None:
         return settings, None
+    table = _pyproject_table(path)
+    if table is None:
+        return settings, None
+    return settings_from_table(table, f"{path} [tool.moe-lint]", path.parent)
+
+
+def _pyproject_table(path: Path) -> Any:
+    """The ``[tool.moe-lint]`` table of a pyproject.toml (None when it has none), read under
+    the settings bounds; a file that cannot be read or parsed is one usage error."""
     try:
         raw = read_file(str(path), MAX_SETTINGS_BYTES)
     except InputError as exc:
@@ -272,8 +341,8 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
     if too_big:
         raise UsageError(f"{path}: cannot read pyproject.toml: {too_big}")
     if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
-        return settings, None
-    # Lazy: tomllib only when a pyproject.toml is found.
+        return None
+    # Lazy: tomllib only when a pyproject.toml names moe-lint.
     import tomllib
 
     try:
@@ -290,10 +359,7 @@ def load_pyproject(path: Path | None) -> tuple[Settings, str | None]:
             f"{path}: cannot read pyproject.toml: arrays or tables nested too deep to parse"
         ) from None
     tool = data.get("tool")
-    table = tool.get("moe-lint") if isinstance(tool, dict) else None
-    if table is None:
-        return settings, None
-    return settings_from_table(table, f"{path} [tool.moe-lint]", path.parent)
+    return tool.get("moe-lint") if isinstance(tool, dict) else None
 
 
 #: Output formats (``--format``, ``format`` in pyproject).
