@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -480,9 +480,7 @@ def test_show_settings_names_each_value_and_where_it_came_from(
         "team/cfg.yaml", "--gpu", "b200",
     )  # fmt: skip
     assert code == 0 and "error" not in out.split("fail-on")[0]
-    blocks = dict(
-        (block.splitlines()[0], block) for block in re.split(r"\n(?=\S)", out.strip())
-    )
+    blocks = dict((block.splitlines()[0], block) for block in re.split(r"\n(?=\S)", out.strip()))
     assert f"settings: {tmp_path / 'pyproject.toml'} [tool.moe-lint]" in blocks["cfg.yaml"]
     assert "gpus: 96 (pyproject)" in blocks["cfg.yaml"]
     assert "gpu: b200 (command line)" in blocks["cfg.yaml"]
