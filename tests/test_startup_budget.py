@@ -74,7 +74,8 @@ def _modules(*args: str) -> tuple[int, list[str], str]:
 
 def test_short_override_stays_inside_the_module_budget() -> None:
     code, modules, out = _modules(str(SHORT))
-    assert code in (0, 1) and str(SHORT.name) in out  # it linted and reported through run()
+    # It linted and reported through run(): the file's findings, or the summary that counts it.
+    assert code in (0, 1) and (str(SHORT.name) in out or "(1 file" in out), out
     assert len(modules) <= BUDGET, f"{len(modules)} modules imported (budget {BUDGET})"
 
 

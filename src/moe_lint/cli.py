@@ -76,7 +76,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message + self._hint(message))
 
     def _hint(self, message: str) -> str:
-        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+        # Lazy: the suggester (difflib) only for a usage error.
+        from moe_lint.config.suggest import did_you_mean
 
         if message.startswith("unrecognized arguments: "):
             options = [o for o in self._option_string_actions if o.startswith("--")]
@@ -1464,7 +1465,8 @@ def _selected_rules(catalogue: Any, target: str | None) -> list[Any]:
         if r.code.upper().startswith(prefix) or r.name == target or r.pack == target
     ]
     if not chosen:
-        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+        # Lazy: the suggester (difflib) only for a usage error.
+        from moe_lint.config.suggest import did_you_mean
 
         packs = sorted({r.pack for r in catalogue.rules})
         hint = did_you_mean(target[:100], packs) or rule_hint(catalogue, target)

@@ -158,7 +158,8 @@ def _resolve(catalogue: Catalogue, selector: str) -> list[Rule]:
 
 def rule_hint(catalogue: Catalogue, word: str) -> str:
     """``; did you mean 'PAR001'?`` for a misspelt rule code or name (a usage error's end)."""
-    from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+    # Lazy: the suggester (difflib) only for a usage error.
+    from moe_lint.config.suggest import did_you_mean
 
     word = word.strip()[:100]
     candidates = [r.name for r in catalogue.rules] if "-" in word else list(catalogue.by_code)

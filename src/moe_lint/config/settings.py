@@ -146,7 +146,8 @@ def normalize_gpu(name: str, where: str) -> str:
     key = name.strip().lower()
     key = GPU_ALIASES.get(key, key)
     if key not in gpu_specs():
-        from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+        # Lazy: the suggester (difflib) only for a usage error.
+        from moe_lint.config.suggest import did_you_mean
 
         choices = ", ".join(GPU_ALIASES)
         hint = did_you_mean(key, [*GPU_ALIASES, *gpu_specs()])
@@ -608,7 +609,8 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
         raise UsageError(
             f"{where}: no model preset or HF config.json {_shown(name)} (see `moe-lint models`)"
         )
-    from moe_lint.config.suggest import did_you_mean  # lazy: only for a usage error
+    # Lazy: the suggester (difflib) only for a usage error.
+    from moe_lint.config.suggest import did_you_mean
 
     hint = did_you_mean(name.strip().lower(), list(model_presets()))
     raise UsageError(f"{where}: unknown model preset {_shown(name)}{hint} (see `moe-lint models`)")
