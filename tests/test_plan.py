@@ -6,6 +6,7 @@ import itertools
 import json
 import statistics
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -503,3 +504,62 @@ def test_long_context_configs_are_current_and_lint_without_an_error() -> None:
         assert result.error is None, path.name
         errors = [f.code for f in result.findings if str(f.severity).endswith("error")]
         assert not errors, (path.name, errors)
+
+
+def _mlm_form(model: str, gpu: str, gpus: int, seq: int) -> tuple[str, Any, Any]:
+    """A plan's Megatron-LM launch script (plan/emit.py::emit_megatron_lm) and its plan."""
+    from moe_lint.plan.emit import emit_megatron_lm, emit_text
+
+    result = run(Options(model=model, gpu=gpu, gpus=(gpus,), seq=seq, top=1))
+    cand, req = result.shown[0], result.request
+    yaml_text = emit_text(req, cand, model, result.settings, False, None, "")
+    return emit_megatron_lm(req, cand, model, result.settings, None, 1, yaml_text), cand, req
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "seq"), [("deepseek-v3", 256, 4096), ("qwen3-235b-a22b", 64, 32768)]
+)
+def test_megatron_lm_form_reads_back_as_the_plan_and_lints_clean(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, model: str, gpus: int, seq: int
+) -> None:
+    """Issue 24: --emit-format megatron-lm. The script spells the architecture from Megatron-LM's
+    own parser table (no model= directive to lean on) and the plan's layout; moe-lint's
+    Megatron-LM reader reads every planned value back, and the linter finds no error."""
+    from moe_lint.config.load import mlm_document
+    from moe_lint.config.mlm_args import parse_script
+    from moe_lint.config.settings import Settings
+    from moe_lint.linting import prepare
+
+    script, cand, _ = _mlm_form(model, "h100", gpus, seq)
+    assert "model=" not in script.splitlines()[1] and "pretrain_gpt.py" in script
+    cfg, _, _ = prepare(mlm_document(parse_script(script, "plan.sh")), Settings(), [], {})
+    p = cand.plan
+    read = {
+        "tensor_model_parallel_size": p.tp, "pipeline_model_parallel_size": p.pp,
+        "context_parallel_size": p.cp, "expert_model_parallel_size": p.ep,
+        "expert_tensor_parallel_size": p.etp,
+        "virtual_pipeline_model_parallel_size": p.vpp if p.vpp > 1 else None,
+    }  # fmt: skip
+    assert {k: cfg.value(f"model.{k}") for k in read} == read
+    assert cfg.value("train.micro_batch_size") == p.mbs
+    assert cfg.value("train.global_batch_size") == p.gbs
+    assert cfg.value("model.seq_length") == seq
+    preset = {"deepseek-v3": (61, 256), "qwen3-235b-a22b": (94, 128)}[model]
+    assert (cfg.value("model.num_layers"), cfg.value("model.num_moe_experts")) == preset
+    if cfg.value("model.multi_latent_attention"):
+        assert "--group-query-attention" not in script  # MLM009: GQA and MLA exclude each other
+    if "--pipeline-model-parallel-layout" in script:
+        assert "--num-virtual-stages-per-pipeline-rank" not in script  # MLM005
+    path = tmp_path / "plan.sh"
+    path.write_text(script)
+    code, out, _ = run_main(capsys, str(path), "--isolated", "--format", "json")
+    assert code in (0, 1) and [f for f in json.loads(out) if f["severity"] == "error"] == []
+
+
+def test_megatron_lm_form_refuses_what_no_flag_says() -> None:
+    """A field Megatron-LM's flags cannot give (GPT-OSS's sliding window, a hybrid Mamba
+    layout) is a usage error naming it, never a script that trains another model."""
+    from moe_lint.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"model\.sliding_window = 128"):
+        _mlm_form("gpt-oss-120b", "h100", 64, 8192)
