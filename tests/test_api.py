@@ -1,4 +1,4 @@
-"""The Python API as a user calls it: ``import moe_lint; moe_lint.lint(...)`` (README "Python API").
+"""The Python API as a user calls it: ``import moe_lint; moe_lint.lint(...)`` (docs/python-api.md).
 
 The CLI is only the reference the results are compared with, never the code under test: each
 call under test is ``moe_lint.lint`` / ``moe_lint.estimate``, on corpus dumps, examples, rule
@@ -436,10 +436,11 @@ def test_import_moe_lint_loads_nothing_until_lint_is_called() -> None:
 
 
 def test_a_typed_launcher_passes_mypy(tmp_path: Path) -> None:
-    """The README's launcher, type-checked strictly against the package (mypy --strict)."""
+    """The launcher of docs/python-api.md, type-checked strictly against the package (mypy
+    --strict)."""
     pytest.importorskip("mypy")
     snippet = tmp_path / "launcher.py"
-    snippet.write_text(README_LAUNCHER)
+    snippet.write_text(DOCS_LAUNCHER)
     bad = tmp_path / "bad.py"
     bad.write_text("import moe_lint\nn: int = moe_lint.lint('x.yaml')[0].line\n")
     env = {**os.environ, "MYPYPATH": SRC}
@@ -451,20 +452,20 @@ def test_a_typed_launcher_passes_mypy(tmp_path: Path) -> None:
     assert wrong.returncode == 1 and "int | None" in wrong.stdout, wrong.stdout
 
 
-def _readme_launcher() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("```python\n", text.index("## Python API")) + len("```python\n")
+def _docs_launcher() -> str:
+    text = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    start = text.index("```python\n", text.index("# Python API")) + len("```python\n")
     return text[start : text.index("```", start)]
 
 
-README_LAUNCHER = _readme_launcher()
+DOCS_LAUNCHER = _docs_launcher()
 
 
-def test_the_readme_launcher_gates_sbatch(tmp_path: Path) -> None:
-    """The README's example, run: exit 1 on the broken example (error findings), exit 1 when
+def test_the_docs_launcher_gates_sbatch(tmp_path: Path) -> None:
+    """The docs' example, run: exit 1 on the broken example (error findings), exit 1 when
     the memory verdict is "does NOT fit", 0 and sbatch called on a config that passes."""
     script = tmp_path / "launcher.py"
-    script.write_text(README_LAUNCHER)
+    script.write_text(DOCS_LAUNCHER)
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "sbatch").write_text('#!/bin/sh\necho submitted "$@"\n')

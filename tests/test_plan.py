@@ -376,15 +376,15 @@ def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignor
     assert code == 0 and "   PAR004: DP = 1" in out
 
 
-def test_readme_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's planner example is this code's output: every line it shows (the pruned list
-    is cut with '…') is a line of the same command's output, in the same order."""
+def test_docs_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The planner example of docs/commands/plan.md is this code's output: every line it shows
+    (the pruned list is cut with '…') is a line of the same command's output, in the same order."""
     import re
     import shlex
 
     from conftest import REPO
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "commands" / "plan.md").read_text(encoding="utf-8")
     start = text.index("$ moe-lint plan --model deepseek-v3 --gpu h100 --gpus 256 --seq 131072 "
                        "--precision fp8-blockwise \\\n")  # fmt: skip
     block = text[start : text.index("\n```", start)].splitlines()
@@ -400,7 +400,7 @@ def test_readme_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) ->
     lines = [timeless(line) for line in out.splitlines()]
     at = 0
     for line in shown:
-        assert line in lines[at:], f"README line not in the output (or out of order): {line!r}"
+        assert line in lines[at:], f"docs line not in the output (or out of order): {line!r}"
         at = lines.index(line, at) + 1
 
 

@@ -1,6 +1,6 @@
 """moe-lint: find long-context MoE config problems in Megatron Bridge YAML before launch.
 
-The Python API (README "Python API"): ``moe_lint.lint(config, ...)`` -> ``list[Finding]`` and
+The Python API (docs/python-api.md): ``moe_lint.lint(config, ...)`` -> ``list[Finding]`` and
 ``moe_lint.estimate(config, ...)`` -> ``MemoryEstimate``, with the exceptions ``Error``,
 ``InputError``, ``NotAConfigError``, ``UsageError``, ``RulePackError``, ``ArgumentError`` and
 ``InternalError``. They load on first use (PEP 562), so ``import moe_lint`` and the CLI's

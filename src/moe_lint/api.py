@@ -1,4 +1,4 @@
-"""The Python API: ``moe_lint.lint()`` and ``moe_lint.estimate()`` (README "Python API").
+"""The Python API: ``moe_lint.lint()`` and ``moe_lint.estimate()`` (docs/python-api.md).
 
 A launcher checks a config before it submits the job, with the findings ``moe-lint FILE``
 reports and the memory verdict ``moe-lint estimate FILE`` gives, without a subprocess. The

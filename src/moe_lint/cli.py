@@ -1372,7 +1372,7 @@ def _write_format(
     hidden: int = 0,
 ) -> None:
     """Write the report; every format escapes what it echoes (moe_lint.output.escape), and the
-    machine formats carry the input errors too (README "Input errors")."""
+    machine formats carry the input errors too (docs/output.md "Input errors")."""
     if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
         # Lazy: machine formats (~11 ms) only when one is asked for.
         from moe_lint.output import formats

@@ -1,7 +1,7 @@
 """Exceptions that carry an exit code; only the CLI turns them into output.
 
-:class:`Error` is the base of those moe-lint raises on purpose; the Python API (README
-"Python API") exports it with :class:`InputError`, :class:`NotAConfigError`,
+:class:`Error` is the base of those moe-lint raises on purpose; the Python API
+(docs/python-api.md) exports it with :class:`InputError`, :class:`NotAConfigError`,
 :class:`UsageError`, :class:`RulePackError`, :class:`ArgumentError` and
 :class:`InternalError` as ``moe_lint.Error`` and so on.
 """

@@ -55,7 +55,7 @@ def json_records(
 
 
 def to_json(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
-    """A JSON list of finding records (fields documented in the README)."""
+    """A JSON list of finding records (fields documented in docs/output.md)."""
     return escape.dumps(json_records(findings, problems), indent=2) + "\n"
 
 
