@@ -27,7 +27,7 @@ def test_parallel_equals_sequential(tmp_path: Path) -> None:
         env = {**os.environ, "MOE_LINT_JOBS": jobs}
         env.pop("MOE_LINT_STRICT", None)
         return subprocess.run(
-            [sys.executable, "-m", "moe_lint", *files, "--format", "json"],
+            [sys.executable, "-m", "moe_lint", *files, "--format", "json", "--show-infos"],
             capture_output=True,
             text=True,
             env=env,
