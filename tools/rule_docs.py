@@ -18,7 +18,7 @@ OUT = REPO / "docs" / "rules"
 
 
 def pages() -> dict[str, str]:
-    from moe_lint.cli import explain_text
+    from moe_lint.cli.rules import explain_text
     from moe_lint.engine.catalogue import load_catalogue
 
     rules = load_catalogue(plugins=False).rules
