@@ -12,8 +12,8 @@
 - ``plan``: a ``moe-lint plan`` command line with 1-3 arguments replaced by hostile values
   (zero, negative, 1,000- and 5,000-digit numbers, NaN, ranges, long lists, unknown names,
   unwritable ``-o`` targets). Each is parsed and checked the way the CLI does
-  (``cli.plan_options``) and, once accepted, its request built (``plan.run.build``); one case
-  in ``--plan-every`` runs the whole search.
+  (``cli.plan.plan_options``) and, once accepted, its request built (``plan.run.build``); one
+  case in ``--plan-every`` runs the whole search.
 
 A case fails when anything but a ``moe_lint.Error`` escapes (the CLI's exit 3), an error message
 is not one bounded line, or on bench/fuzz.py's CPU and memory limits.
@@ -198,6 +198,7 @@ def check_plan_case(args: list[str], full: bool) -> str | None:
     from contextlib import redirect_stderr, redirect_stdout
 
     from moe_lint import cli
+    from moe_lint.cli.plan import plan_options
     from moe_lint.errors import Error
     from moe_lint.plan.run import build
 
@@ -210,7 +211,7 @@ def check_plan_case(args: list[str], full: bool) -> str | None:
                 return f"exit {code}: {err.getvalue()[:200]!r}"
             lines = err.getvalue().strip().splitlines()
             return None if len(lines) <= 1 else f"{len(lines)} stderr lines: {lines[:2]!r}"
-        _, opts = cli.plan_options(args)
+        _, opts = plan_options(args)
         build(opts)
     except Error as exc:
         return error_problem(exc)

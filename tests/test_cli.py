@@ -275,6 +275,30 @@ def test_help_lists_every_subcommand_and_each_has_its_own_help(
         assert usage.startswith("usage: moe-lint" + ("" if name == "check" else f" {name}")), usage
 
 
+def test_cli_package_keeps_the_old_names_and_loads_no_command_on_import() -> None:
+    """moe_lint.cli was one module (issue 26): each name code imported from it still resolves,
+    to the object in its new module, and importing the package loads none of its commands."""
+    script = (
+        "import importlib, sys\n"
+        "import moe_lint.cli as cli\n"
+        "print(sorted(m for m in sys.modules if m.startswith('moe_lint.cli.')))\n"
+        "for name, home in cli._MOVED.items():\n"
+        "    module = importlib.import_module('moe_lint.cli.' + home)\n"
+        "    assert getattr(cli, name) is getattr(module, name), name\n"
+        "assert not hasattr(cli, 'no_such_name')\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "ok"]
+    from moe_lint import cli
+
+    used = {"explain_text", "rule_json", "model_json", "plan_options", "_check_parser"}
+    assert used <= set(cli._MOVED)
+
+
 def test_rules_filters_by_code_prefix_name_or_pack(capsys: pytest.CaptureFixture[str]) -> None:
     """``moe-lint rules PAR`` / ``rules memory-over-capacity`` / ``rules attention`` list only
     those rules; ``--format markdown`` is a table; no match is one usage line, exit 2."""

@@ -145,7 +145,7 @@ def _readers(catalogue: Catalogue) -> dict[str, set[str]]:
     modules = [*sorted((SRC / "engine" / "checks").glob("*.py"))]
     modules += sorted((SRC / "analysis" / "memory").glob("*.py"))
     modules += [SRC / "analysis" / "memory_facts.py", *sorted((SRC / "output").glob("*.py"))]
-    modules.append(SRC / "cli.py")
+    modules += sorted((SRC / "cli").glob("*.py"))
     for path in modules:
         text = path.read_text(encoding="utf-8")
         own = set(computed_by(path.stem)) if path.parent.name == "analysis" else set()

@@ -335,7 +335,7 @@ def test_parse_errors_are_input_errors() -> None:
 
 
 def test_positions_follow_argparse() -> None:
-    from moe_lint.cli import _check_parser
+    from moe_lint.cli.options import _check_parser
     from moe_lint.cmdline import positional_indices
 
     argv = ["a.yaml", "-qo", "out.txt", "x=1", "--gpus-per", "8", "--format=json", "y=2"]

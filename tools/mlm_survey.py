@@ -55,9 +55,9 @@ def main() -> int:
     ap.add_argument("--examples", action="store_true")
     ap.add_argument("--errors", action="store_true", help="list every error finding")
     ns = ap.parse_args()
-    from moe_lint.cli import _as_input_error
     from moe_lint.config.settings import Settings
     from moe_lint.engine.catalogue import load_catalogue
+    from moe_lint.linting import as_input_error as _as_input_error
     from moe_lint.linting import lint_path
 
     catalogue = load_catalogue()

@@ -87,7 +87,7 @@ def index_page(rules: list[Any]) -> str:
 def pages() -> dict[str, str]:
     """Every generated page: ``<CODE>.md`` is the text ``moe-lint explain CODE`` prints (the
     same function renders both), ``index.md`` the catalogue by family."""
-    from moe_lint.cli import explain_text
+    from moe_lint.cli.rules import explain_text
     from moe_lint.engine.catalogue import load_catalogue
 
     rules = load_catalogue(plugins=False).rules

@@ -48,7 +48,7 @@ DISPATCHERS = ("alltoall", "deepep", "hybridep")
 
 @dataclass
 class Options:
-    """The command line, parsed (cli.py builds it)."""
+    """The command line, parsed (cli/plan.py builds it)."""
 
     model: str
     gpu: str | None
