@@ -4,6 +4,7 @@ what the field table knows (types, bounds, choices, defaults, sources)."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -127,3 +128,18 @@ def test_every_field_of_the_table_is_described_with_its_default_and_source() -> 
     )
     nested = schema["properties"]["dataset"]["anyOf"][0]["properties"]["hf_dataset"]
     assert nested["anyOf"][0]["type"] == "object"
+
+
+def test_schema_command_writes_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import run_main
+
+    target = tmp_path / "bridge.schema.json"
+    code, out, err = run_main(capsys, "schema", "-o", str(target))
+    assert code == 0 and out == "" and err == ""
+    assert json.loads(target.read_text(encoding="utf-8")) == bridge_schema()
+    code, out, _ = run_main(capsys, "schema", "--bridge", "0.5.0")
+    assert code == 0 and "asked for Bridge 0.5.0" in json.loads(out)["description"]
+    code, _, err = run_main(capsys, "schema", "-o", str(tmp_path / "missing" / "s.json"))
+    assert code == 2 and len(err.strip().splitlines()) == 1

@@ -563,3 +563,24 @@ def test_megatron_lm_form_refuses_what_no_flag_says() -> None:
 
     with pytest.raises(UsageError, match=r"model\.sliding_window = 128"):
         _mlm_form("gpt-oss-120b", "h100", 64, 8192)
+
+
+def test_emit_format_megatron_lm_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    """``plan --emit 1 --emit-format megatron-lm -o FILE`` writes the script, which lints
+    clean; a model it cannot spell is one usage line, exit 2, and nothing written."""
+    target = tmp_path / "train.sh"
+    code, _, err = run_main(capsys, "plan", "--model", "deepseek-v3", "--gpu", "h100",
+                            "--gpus", "256", "--seq", "4096", "--emit", "1",
+                            "--emit-format", "megatron-lm", "-o", str(target))  # fmt: skip
+    assert code == 0, err
+    script = target.read_text(encoding="utf-8")
+    assert "pretrain_gpt.py" in script and "--multi-latent-attention" in script
+    code, out, _ = run_main(capsys, str(target), "--isolated", "--format", "json")
+    assert code in (0, 1) and all(f["severity"] != "error" for f in json.loads(out))
+    refused = tmp_path / "oss.sh"
+    code, _, err = run_main(capsys, "plan", "--model", "gpt-oss-120b", "--gpu", "h100",
+                            "--gpus", "64", "--seq", "8192", "--emit", "1",
+                            "--emit-format", "megatron-lm", "-o", str(refused))  # fmt: skip
+    assert code == 2 and "model.sliding_window" in err and not refused.exists()

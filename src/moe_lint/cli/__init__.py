@@ -1,5 +1,5 @@
 """Command line: ``moe-lint [check] FILES [overrides]``, ``moe-lint estimate``, ``moe-lint plan``,
-``moe-lint rules``, ``moe-lint explain``, ``moe-lint models``.
+``moe-lint rules``, ``moe-lint explain``, ``moe-lint models``, ``moe-lint schema``.
 
 The only package that prints or decides the exit code: 0 nothing at or above ``--fail-on``,
 1 findings, 2 usage or input error (one clear line, no traceback), 3 internal error. Inside it,
@@ -10,7 +10,7 @@ module, imported only when that command runs (``moe-lint FILE`` in a pre-commit 
 - ``options``: the option table ``check`` and ``estimate`` share and what its values mean
 - ``check``: linting, ``--show-files`` / ``--show-settings``, the fix loop
 - ``report``: the findings report in every format, and the exit code it decides
-- ``estimate``, ``plan``, ``rules`` (``rules`` and ``explain``), ``models``
+- ``estimate``, ``plan``, ``rules`` (``rules`` and ``explain``), ``models``, ``schema``
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("rules", "list the rules (code, name, severity, summary)"),
     ("explain", "one rule's documentation: what, why, example, fix, source"),
     ("models", "the model presets, or what an HF config.json maps to"),
+    ("schema", "the JSON Schema of Bridge's config, for completion in an editor"),
 )
 
 
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: list[str]) -> int:
     try:
-        if args and args[0] in ("rules", "explain", "models", "estimate", "plan"):
+        if args and args[0] in ("rules", "explain", "models", "schema", "estimate", "plan"):
             _settle_gc()  # a plan search may run long: collect as usual
         # Each command's module loads only when it runs: moe-lint FILE (a pre-commit hook) loads
         # check's alone.
@@ -142,6 +143,11 @@ def _main(args: list[str]) -> int:
             from moe_lint.cli.models import _cmd_models
 
             return _cmd_models(args[1:])
+        if args and args[0] == "schema":
+            # Lazy: the schema command only for `moe-lint schema`.
+            from moe_lint.cli.schema import _cmd_schema
+
+            return _cmd_schema(args[1:])
         if args and args[0] == "estimate":
             # Lazy: the estimate command only for `moe-lint estimate`.
             from moe_lint.cli.estimate import _cmd_estimate

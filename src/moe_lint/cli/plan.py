@@ -1,5 +1,6 @@
 """``moe-lint plan``: search and rank the layouts of a run that fit (the planner is
-:mod:`moe_lint.plan`); ``--emit N`` writes one as Bridge YAML or a Hydra command."""
+:mod:`moe_lint.plan`); ``--emit N`` writes one as Bridge YAML, a Hydra command or a
+Megatron-LM launch script."""
 
 from __future__ import annotations
 
@@ -66,10 +67,11 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     parser.add_argument("--emit", type=int, metavar="N", help="write plan N as Bridge YAML")
     parser.add_argument(
         "--emit-format",
-        choices=("yaml", "hydra"),
+        choices=("yaml", "hydra", "megatron-lm"),
         default="yaml",
-        help="--emit as a Bridge YAML (default) or, for --model RECIPE_NAME, the "
-        "run_recipe.py --recipe command with Hydra overrides",
+        help="--emit as a Bridge YAML (default); for --model RECIPE_NAME, the "
+        "run_recipe.py --recipe command with Hydra overrides; or a Megatron-LM launch script "
+        "(torchrun pretrain_gpt.py with the architecture and the plan as flags)",
     )
     parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
     ns = parser.parse_args(argv)
@@ -149,6 +151,12 @@ def _cmd_plan(argv: list[str]) -> int:
             text = emit_text(result.request, cand, ns.model, result.settings,
                              result.base_is_yaml, result.mixed_recipe, result.base_text,
                              ns.emit)  # fmt: skip
+            if ns.emit_format == "megatron-lm":
+                # Lazy: the planner loads only for `moe-lint plan`.
+                from moe_lint.plan.emit import emit_megatron_lm
+
+                text = emit_megatron_lm(result.request, cand, ns.model, result.settings,
+                                        result.mixed_recipe, ns.emit, text)  # fmt: skip
         if ns.output:
             # Lazy: only a command that writes a file checks one.
             from moe_lint.output.target import write_output
