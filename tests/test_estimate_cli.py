@@ -147,3 +147,21 @@ def test_estimate_honours_output_and_refuses_other_formats(
     assert code == 2 and "estimate writes --format text or json" in err
     code, _, err = run(capsys, "estimate", example, "-o", str(tmp_path / "no" / "x"))
     assert code == 2 and "no such folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_quiet_estimate_prints_each_files_verdict_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 26: estimate honours -q as check does (findings only): per file its header and
+    verdict line, no stage tables, levers or assumptions."""
+    from conftest import REPO, run_main
+
+    files = [str(REPO / "examples" / n) for n in ("dsv3_128k_h100.yaml", "dsv3_256k_h100.yaml")]
+    code, full, _ = run_main(capsys, "estimate", *files, "--isolated", "--color", "never")
+    code_q, quiet, _ = run_main(capsys, "estimate", *files, "-q", "--isolated", "--color", "never")
+    assert code == code_q
+    lines = [line for line in quiet.splitlines() if line]
+    assert len(lines) == 4 and all(line in full.splitlines() for line in lines)
+    assert [line.split()[0] for line in lines[::2]] == files
+    assert all(line.startswith("Worst stage ") for line in lines[1::2])
+    assert "PP stage" not in quiet and "Levers" not in quiet

@@ -111,7 +111,7 @@ def _cmd_estimate(argv: list[str]) -> int:
         judged = judge(est, warn, margin)
         verdict = None if judged is None else judged.label
         payload.append(memreport.to_json(path, est, found, gpu, judged))
-        rows += memreport.text_rows(path, est, found, gpu, ns.verbose, judged)
+        rows += memreport.text_rows(path, est, found, gpu, ns.verbose, judged, ns.quiet)
         rows.append([("", None)])
         failing = verdict == "does NOT fit" or (
             verdict == "may not fit" and file_settings.fail_on in ("warning", "info")

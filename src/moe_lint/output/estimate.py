@@ -116,8 +116,10 @@ def text_rows(
     gpu: str | None,
     verbose: bool = False,
     verdict: Any = None,
+    quiet: bool = False,
 ) -> list[list[Segment]]:
-    """Styled rows: header, one block per stage, verdict, levers, assumptions."""
+    """Styled rows: header, one block per stage, verdict, levers, assumptions (``quiet``:
+    the header and the verdict only, as ``check -q`` prints the findings only)."""
     scale = max([est.usable_gib or 0.0] + [s.total_gib for s in est.stages])
     if est.usable_gib is not None:
         where = f"{gpu}, {est.usable_gib:.1f} GiB usable"
@@ -126,7 +128,7 @@ def text_rows(
     else:
         where = "no --gpu"
     rows: list[list[Segment]] = [[(f"{path}", "loc"), (f"  ({where})", "dim")], [("", None)]]
-    for stage in est.stages:
+    for stage in () if quiet else est.stages:
         marker = "  <- worst" if stage is est.worst else ""
         rows.append(
             [(f"PP stage {stage.stage}", "code"), (f"  peak in {stage.peak_phase}{marker}", "dim")]
@@ -175,6 +177,8 @@ def text_rows(
                 )
             ]
         )
+    if quiet:  # the header line, then the verdict
+        return [rows[0], *rows[2:], [("", None)]]
     if levers:
         rows += [[("", None)], [("Levers (each re-runs the model):", "label")]]
         for lever in levers[:5]:
