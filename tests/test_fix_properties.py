@@ -110,6 +110,7 @@ def expected_after_fix(data: dict[str, Any]) -> dict[str, Any]:
     return want
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_generated_fixes_touch_only_their_values(case: tuple[str, dict[str, Any]]) -> None:
@@ -264,6 +265,7 @@ def _variant(text: str, shape: str) -> str:
 SHAPES = ["nested-last", "wrapped", "no-final-newline", "crlf", "cr"]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,
