@@ -22,6 +22,7 @@ corpus_report = load_tool("corpus_report")
 FILES = corpus_report.corpus_files()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "cluster"), FILES, ids=lambda v: v.name if isinstance(v, Path) else ""
 )

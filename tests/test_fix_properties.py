@@ -166,6 +166,7 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_corpus_fixes_change_only_fixed_paths(path: Path) -> None:
     text = path.read_text(encoding="utf-8")

@@ -203,6 +203,7 @@ def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untype
     assert current == text, "stale: run python tools/planner_report.py"
 
 
+@pytest.mark.slow
 def test_models_whose_cp_needs_another_transport_get_it_or_no_cp() -> None:
     """GPT-OSS (sliding windows, sinks) runs CP only with a2a (ATT016 / ATT017), so its CP > 1
     plans carry a2a and only where the a2a group divides the KV heads per TP rank (ATT015),
@@ -381,6 +382,7 @@ def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignor
     assert code == 0 and "   PAR004: DP = 1" in out
 
 
+@pytest.mark.slow
 def test_docs_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The planner example of docs/commands/plan.md is this code's output: every line it shows
     (the pruned list is cut with '…') is a line of the same command's output, in the same order."""
