@@ -435,6 +435,7 @@ def test_import_moe_lint_loads_nothing_until_lint_is_called() -> None:
     assert after and callable_after and module == "moe_lint.api"
 
 
+@pytest.mark.slow
 def test_a_typed_launcher_passes_mypy(tmp_path: Path) -> None:
     """The launcher of docs/python-api.md, type-checked strictly against the package (mypy
     --strict)."""
@@ -461,6 +462,7 @@ def _docs_launcher() -> str:
 DOCS_LAUNCHER = _docs_launcher()
 
 
+@pytest.mark.slow
 def test_the_docs_launcher_gates_sbatch(tmp_path: Path) -> None:
     """The docs' example, run: exit 1 on the broken example (error findings), exit 1 when
     the memory verdict is "does NOT fit", 0 and sbatch called on a config that passes."""

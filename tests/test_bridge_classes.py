@@ -43,6 +43,7 @@ def _sch(
 
 
 # ------------------------------------------------------------------------------- the data
+@pytest.mark.slow
 @pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.name)
 def test_every_dump_key_is_a_field_of_its_target_class(catalogue: Catalogue, dump: Path) -> None:
     """Bridge 0.6.2 wrote these dumps from its own dataclasses: every key is a real field."""

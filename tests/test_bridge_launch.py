@@ -298,6 +298,7 @@ def test_no_bridge_script_is_linted_as_a_megatron_lm_script() -> None:
         assert doc.form == "bridge-launch" or doc.skip is not None, path
 
 
+@pytest.mark.slow
 def test_no_bridge_script_gets_an_error_it_does_not_deserve() -> None:
     """Every error on Bridge's own scripts, with why it is true. qwen35_vl/slurm_sft_fsdp.sh
     runs the 2-GPU recipe qwen35_vl_35b_a3b_fsdp_sft_config (GBS 32, MBS 4) on its #SBATCH

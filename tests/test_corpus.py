@@ -22,6 +22,7 @@ corpus_report = load_tool("corpus_report")
 FILES = corpus_report.corpus_files()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "cluster"), FILES, ids=lambda v: v.name if isinstance(v, Path) else ""
 )
@@ -94,6 +95,7 @@ def test_fp8_attention_under_nvfp4_is_an_error_only_on_te_2_15_and_newer(
     assert severities == {None: (0, {"warning"}), "2.14": (0, set()), "2.15": (1, {"error"})}
 
 
+@pytest.mark.slow
 def test_docs_corpus_report_is_current() -> None:
     assert_tool_current("corpus_report.py")
 

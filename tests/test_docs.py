@@ -50,6 +50,7 @@ def fenced_blocks(path: Path) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------ the site
 
 
+@pytest.mark.slow
 def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     """`mkdocs build --strict` (mkdocs.yml sets strict and checks links and anchors): no
     warning, and a page for every rule. Where mkdocs-material is missing the test is skipped,

@@ -16,6 +16,9 @@ import yaml
 from conftest import REPO
 from test_hostile import MAX_RSS_MB, MAX_SECONDS, run_cli
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 EXAMPLE = REPO / "examples" / "dsv3_128k_h100.yaml"
 
 

@@ -252,6 +252,7 @@ def test_worst_exit_code_and_summary_with_good_bad_missing(
     assert "1 file would be changed by --fix (1 file could not be linted)." in err
 
 
+@pytest.mark.slow
 def test_parallel_workers_give_the_same_result(tmp_path: Path) -> None:
     """Past workers.MIN_FILES files the forked workers lint the walk: same output, same
     worst exit code, the missing and the malformed file each reported once."""
@@ -467,6 +468,7 @@ def _random_cases(seed: int, count: int) -> list[tuple[str, str]]:
 _NAIVE_BUG = re.compile(r"\[[!^]\]")
 
 
+@pytest.mark.slow
 def test_path_globs_match_as_the_backtracking_translation() -> None:
     """Leftmost atomic matching (moe_lint.globs) answers as the naive regex on every small
     pattern the naive one compiles (it raised on ``[z-a]``; globs match nothing there)."""
@@ -491,6 +493,7 @@ def test_path_globs_match_as_the_backtracking_translation() -> None:
 _FNMATCH_QUIRK = re.compile(r"\[!?(.)-(.)")
 
 
+@pytest.mark.slow
 def test_fnmatch_globs_match_as_fnmatch() -> None:
     checked = 0
     for pattern, path in _random_cases(23, 60_000):

@@ -110,6 +110,7 @@ def expected_after_fix(data: dict[str, Any]) -> dict[str, Any]:
     return want
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_generated_fixes_touch_only_their_values(case: tuple[str, dict[str, Any]]) -> None:
@@ -165,6 +166,7 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_corpus_fixes_change_only_fixed_paths(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
@@ -264,6 +266,7 @@ def _variant(text: str, shape: str) -> str:
 SHAPES = ["nested-last", "wrapped", "no-final-newline", "crlf", "cr"]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,

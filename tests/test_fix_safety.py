@@ -239,6 +239,7 @@ def _fixture_cases() -> list[Any]:
     return params
 
 
+@pytest.mark.slow
 def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
     """All rules on, every fail case: --fix and --unsafe-fixes never add an error."""
     from moe_lint.config.overrides import parse_override
@@ -261,6 +262,7 @@ def test_fixture_fail_cases_never_get_more_errors(catalogue: Catalogue) -> None:
     assert fixed > 100  # the property was exercised, not skipped
 
 
+@pytest.mark.slow
 def test_corpus_files_never_get_more_errors(catalogue: Catalogue) -> None:
     """Every corpus file, with its cluster (tools/corpus_report.py): fixing adds no error."""
     from moe_lint.config.settings import Settings

@@ -889,24 +889,28 @@ SHORT = settings(
 )
 
 
+@pytest.mark.slow
 @SHORT
 @given(bridge_configs())
 def test_generated_configs_library(case: Case) -> None:
     check_library(case)
 
 
+@pytest.mark.slow
 @SHORT
 @given(mutated_corpus())
 def test_mutated_corpus_library(case: Case) -> None:
     check_library(case)
 
 
+@pytest.mark.slow
 @settings(SHORT, max_examples=100)
 @given(st.one_of(bridge_configs(), mutated_corpus()))
 def test_cli_json(case: Case) -> None:
     check_cli(case)
 
 
+@pytest.mark.slow
 @settings(SHORT, max_examples=30)
 @given(st.one_of(bridge_configs(), mutated_corpus()))
 def test_cli_deterministic(case: Case) -> None:

@@ -14,6 +14,9 @@ import pytest
 
 from conftest import REPO
 
+#: Each test runs bench/fuzz.py over generated cases in its own process: slow.
+pytestmark = pytest.mark.slow
+
 FUZZ = [sys.executable, str(REPO / "bench" / "fuzz.py")]
 SHORT = ["--cases", "120", "--seed", "3", "--fix-every", "4"]
 IMPOSSIBLE = ["--cases", "3", "--case-seconds", "0.000001"]

@@ -19,6 +19,9 @@ import pytest
 
 from conftest import REPO
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 MAX_SECONDS = 2.0
 MAX_RSS_MB = 300
 

@@ -107,11 +107,13 @@ REFUSED: list[tuple[str, str | bytes, str]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "payload", "needle"), REFUSED, ids=[c[0] for c in REFUSED])
 def test_refused(tmp_path: Path, name: str, payload: str | bytes, needle: str) -> None:
     check_refused(tmp_path, name, payload, needle)
 
 
+@pytest.mark.slow
 def test_message_is_bounded(tmp_path: Path) -> None:
     """The alias case's one line stays short: the repr is cut, never expanded."""
     path = tmp_path / "alias.yaml"
@@ -124,6 +126,7 @@ def test_message_is_bounded(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- not regular files
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_fifo(tmp_path: Path) -> None:
     """open() on a FIFO with no writer blocked forever."""
@@ -135,6 +138,7 @@ def test_fifo(tmp_path: Path) -> None:
     check_refused(tmp_path, "fifo", "", "not a regular file (a FIFO)", setup=make)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/stdin", "/dev/null"])
 def test_devices(tmp_path: Path, device: str) -> None:
     if not Path(device).exists():
@@ -145,6 +149,7 @@ def test_devices(tmp_path: Path, device: str) -> None:
 # --------------------------------------------------------------------------- estimate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "override",
     [
@@ -168,6 +173,7 @@ def test_estimate_zero_sizes(tmp_path: Path, override: str) -> None:
     assert "Traceback" not in err + out and seconds < MAX_SECONDS and rss < MAX_RSS_MB
 
 
+@pytest.mark.slow
 def test_estimate_zero_in_file(tmp_path: Path) -> None:
     path = tmp_path / "tp0.yaml"
     path.write_text("model:\n  tensor_model_parallel_size: 0\n")
@@ -182,6 +188,7 @@ def test_estimate_zero_in_file(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_override_number_bounded(tmp_path: Path) -> None:
     path = tmp_path / "cfg.yaml"
     path.write_text(GOOD)
@@ -193,6 +200,7 @@ def test_override_number_bounded(tmp_path: Path) -> None:
     assert "Traceback" not in err + out and seconds < MAX_SECONDS and rss < MAX_RSS_MB
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpus", ["99999999999", "9" * 5000])
 def test_gpus_bounded(tmp_path: Path, gpus: str) -> None:
     path = tmp_path / "cfg.yaml"
@@ -216,6 +224,7 @@ def _lint(tmp_path: Path, text: str, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "comment",
     [
@@ -233,6 +242,7 @@ def test_long_comment(tmp_path: Path, comment: str) -> None:
     assert code == good_code and err == "", err[:300]
 
 
+@pytest.mark.slow
 def test_thousands_of_suppressions(tmp_path: Path) -> None:
     """findings × suppressions and suppressions × spans were quadratic."""
     text = "model:\n" + "".join(
@@ -242,6 +252,7 @@ def test_thousands_of_suppressions(tmp_path: Path) -> None:
     assert "SCH001" not in out and "SUP" not in out, out[:500]
 
 
+@pytest.mark.slow
 def test_stacked_own_line_suppressions(tmp_path: Path) -> None:
     """5,000 comment lines in a row each scanned all the comments below it for its target."""
     text = "model:\n" + "  # moe-lint: disable=SCH001\n" * 5_000 + "  zz_unknown: 1\n"
@@ -250,6 +261,7 @@ def test_stacked_own_line_suppressions(tmp_path: Path) -> None:
     assert ": SCH001 " not in out and out.count(": SUP001 ") == 4_999, out[-300:]
 
 
+@pytest.mark.slow
 def test_thousands_of_unknown_keys(tmp_path: Path) -> None:
     """Each unknown key ran difflib over ~600 field names and rebuilt the release tables."""
     count = 5_000  # within bounds.MAX_FINDINGS (and MAX_NODES)
@@ -262,6 +274,7 @@ def test_thousands_of_unknown_keys(tmp_path: Path) -> None:
     assert out.count("did you mean") <= bounds.MAX_SUGGESTIONS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra",
     [
@@ -278,6 +291,7 @@ def test_comments_up_to_the_line_bound(tmp_path: Path, extra: str) -> None:
     assert code in (0, 1) and "error:" not in err, err[:300]
 
 
+@pytest.mark.slow
 def test_huge_microbatch_group(tmp_path: Path) -> None:
     """The advice searched every microbatch count up to 4·group: 1e12 never ended."""
     _code, out, _ = _lint(
@@ -286,6 +300,7 @@ def test_huge_microbatch_group(tmp_path: Path) -> None:
     assert "microbatch_group_size_per_vp_stage = 1000000000000" in out, out[-800:]
 
 
+@pytest.mark.slow
 def test_many_layers_in_bounds(tmp_path: Path) -> None:
     """num_layers at the bound: per-layer tables and the split search stay linear."""
     extra = f"model:\n  num_layers: {bounds.MAX_LAYERS - 1}\n  moe_layer_freq: 1\n"
@@ -293,6 +308,7 @@ def test_many_layers_in_bounds(tmp_path: Path) -> None:
     _lint(tmp_path, text)
 
 
+@pytest.mark.slow
 def test_pipeline_stages_in_bounds(tmp_path: Path) -> None:
     """PP·VPP at the bound: the memory model walks every stage in each of its estimates."""
     stages = bounds.MAX_PIPELINE_STAGES

@@ -16,6 +16,9 @@ import pytest
 
 from test_hostile import GOOD, MAX_RSS_MB, MAX_SECONDS, run_cli
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 
 class _Touch:
     def __init__(self, path: Path) -> None:

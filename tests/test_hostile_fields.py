@@ -19,6 +19,9 @@ import pytest
 from conftest import REPO
 from moe_lint.cli import main
 
+#: A sweep: 93 hostile values, each through `check` and `estimate`: slow.
+pytestmark = pytest.mark.slow
+
 BASE = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
 FIELDS = [
     "add_bias_linear", "add_qkv_bias", "attention_output_gate", "dsa_indexer_head_dim",

@@ -58,6 +58,7 @@ def _no_temp_files(folder: Path) -> None:
     assert [p.name for p in folder.iterdir() if p.name.startswith(".moe-lint-")] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("select", [[], ["--select", "CG006"]], ids=["all-rules", "select"])
 @pytest.mark.parametrize(
     ("variant", "eol"),
@@ -97,6 +98,7 @@ def test_inserted_key_lands_in_its_section(
     assert code in (0, 1) and "more than once" not in err, err
 
 
+@pytest.mark.slow
 def test_flow_section_gets_the_key_inside_its_braces(tmp_path: Path) -> None:
     path = tmp_path / "cfg.yaml"
     text = (
@@ -108,6 +110,7 @@ def test_flow_section_gets_the_key_inside_its_braces(tmp_path: Path) -> None:
     assert path.read_text() == text.replace("[attn]}", "[attn], use_te_rng_tracker: true}")
 
 
+@pytest.mark.slow
 def test_no_trailing_newline_stays_so(tmp_path: Path) -> None:
     path = tmp_path / "cfg.yaml"
     text = NESTED_LAST.replace("train:\n  micro_batch_size: 1\n", "").rstrip("\n")
@@ -116,6 +119,7 @@ def test_no_trailing_newline_stays_so(tmp_path: Path) -> None:
     assert path.read_text() == text + "\n  use_te_rng_tracker: true"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -139,6 +143,7 @@ def test_no_edit_through_an_alias_or_anchor(tmp_path: Path, text: str, needle: s
     assert code == 0  # TSA002 is a warning
 
 
+@pytest.mark.slow
 def test_symlink_target_is_edited_in_place(tmp_path: Path) -> None:
     """Before: the link was replaced by a regular file holding the fix (the target kept the
     old text)."""
@@ -164,12 +169,14 @@ def _read_only_file(d: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_read_only_file_is_refused(tmp_path: Path) -> None:
     """Before: overwritten (root ignores the mode). Now: exit 2, one line, untouched."""
     check_refused(tmp_path, "ro", "", "read-only (mode 0444)", setup=_read_only_file)
     assert stat.S_IMODE((tmp_path / "ro.yaml").stat().st_mode) == 0o444
 
 
+@pytest.mark.slow
 def test_read_only_folder_is_refused(tmp_path: Path) -> None:
     """Before: exit 3 where the temporary file could not be created (root: written anyway).
     Now: exit 2, one line, untouched, no temporary file."""
@@ -189,6 +196,7 @@ def test_read_only_folder_is_refused(tmp_path: Path) -> None:
         folder.chmod(0o755)
 
 
+@pytest.mark.slow
 def test_diff_on_read_only_file_still_shows_the_fix(tmp_path: Path) -> None:
     path = _read_only_file(tmp_path)
     code, out, _, _, _ = run_cli([str(path), "--diff"], tmp_path)
@@ -276,6 +284,7 @@ def test_filesystem_error_leaves_no_temp_file(
     _no_temp_files(tmp_path)
 
 
+@pytest.mark.slow
 def test_hard_links_survive_a_fix(tmp_path: Path) -> None:
     """Before: os.replace gave the fixed name a new inode, so the other name of a hard-linked
     config kept the old text (the link was split). Now the inode is written in place: both

@@ -126,6 +126,7 @@ LAYER_CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "base", "key", "value", "raw", "needle"), LAYER_CASES, ids=[c[0] for c in LAYER_CASES]
 )
@@ -135,6 +136,7 @@ def test_per_layer_values_are_bounded_first(
     _check_model(tmp_path, _config(base, key, value, raw), needle)
 
 
+@pytest.mark.slow
 def test_a_step_past_the_layers_is_a_dense_model(tmp_path: Path) -> None:
     """interleave_moe_layer_step 1e8 as an integer is a Llama-4 with no MoE layer
     (transformers' Llama4TextConfig: layer i is MoE when (i + 1) % step == 0): linted, cheaply."""
@@ -167,12 +169,14 @@ JSON_CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "text", "needle"), JSON_CASES, ids=[c[0] for c in JSON_CASES])
 def test_config_json_beside_the_file(tmp_path: Path, name: str, text: str, needle: str) -> None:
     config, linted = _folder(tmp_path, text)
     check_refused(tmp_path, name, "", needle, CLUSTER, setup=lambda _: linted, named=config)
 
 
+@pytest.mark.slow
 def test_another_tools_config_json_beside_the_file_is_still_left_alone(tmp_path: Path) -> None:
     """Not UTF-8, not JSON, or JSON without architectures / model_type: not a model config."""
     for text in (b"\xff\xfe{", b"{not json", b'{"tool": {"depth": [[[1]]]}}'):
@@ -226,6 +230,7 @@ VALUE_CASES = [
 _VALUE_IDS = [f"{Path(b).stem.split('--')[-1]}-{k}={v}"[:60] for b, k, v, _ in VALUE_CASES]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("base", "key", "value", "needle"), VALUE_CASES, ids=_VALUE_IDS)
 def test_bad_values_are_refused_by_check(
     tmp_path: Path, base: str, key: str, value: str, needle: str
@@ -248,6 +253,7 @@ def test_bad_values_are_refused_by_the_mapping(
 EVERY_COMMAND = [VALUE_CASES[0], VALUE_CASES[4], VALUE_CASES[7], VALUE_CASES[9], VALUE_CASES[20]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("base", "key", "value", "needle"), EVERY_COMMAND, ids=[_VALUE_IDS[0], _VALUE_IDS[4],
                                                            _VALUE_IDS[7], _VALUE_IDS[9],
@@ -278,6 +284,7 @@ def test_every_command_refuses_with_the_same_line(
     _refused(["check", str(project / "train.yaml"), *CLUSTER], project, config, needle)
 
 
+@pytest.mark.slow
 def test_flags_are_read_for_truth_as_megatron_core_reads_them(tmp_path: Path) -> None:
     """attention_bias: [1, 2, 3] is a qkv bias (Megatron-Core tests the field for truth); it
     reached the parameter count as an unhashable list, and estimate exited 3."""
@@ -299,6 +306,7 @@ def test_values_yaml_coerces_are_coerced_alike(tmp_path: Path) -> None:
         }
 
 
+@pytest.mark.slow
 def test_a_hybrid_pattern_counts_its_decoder_layers_as_megatron_core_does(tmp_path: Path) -> None:
     """ "M|E/*" is one Mamba and one MoE layer ("|" splits pipeline stages, "/" starts the MTP
     part: hybrid_layer_allocation.py::get_hybrid_total_layer_count); counted as 5 layers, the

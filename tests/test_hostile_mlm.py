@@ -22,6 +22,9 @@ import pytest
 
 from test_hostile import MAX_RSS_MB, MAX_SECONDS, run_cli
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 SH = "#!/bin/bash\n"
 RUN = "torchrun pretrain_gpt.py --num-layers 2\n"
 

@@ -24,6 +24,9 @@ import pytest
 from conftest import DATA, REPO
 from test_hostile import MAX_RSS_MB, MAX_SECONDS, run_cli
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 SARIF_SCHEMA = json.loads((DATA / "schemas" / "sarif-schema-2.1.0.json").read_text())
 FINDINGS_SCHEMA = json.loads((REPO / "docs" / "findings.schema.json").read_text())

@@ -64,6 +64,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_bad_plan_argument_is_one_usage_line(tmp_path: Path, name: str) -> None:
     args, needle = CASES[name]
@@ -77,6 +78,7 @@ def test_a_bad_plan_argument_is_one_usage_line(tmp_path: Path, name: str) -> Non
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow
 def test_emit_never_overwrites_a_read_only_file(tmp_path: Path) -> None:
     """Also as root, who may write any file: a file without write bits is left alone."""
     target = tmp_path / "plan.yaml"
@@ -87,6 +89,7 @@ def test_emit_never_overwrites_a_read_only_file(tmp_path: Path) -> None:
     assert target.read_text() == "keep\n"
 
 
+@pytest.mark.slow
 def test_emit_writes_the_plan_to_a_new_file(tmp_path: Path) -> None:
     target = tmp_path / "plan.yaml"
     code, out, err, _, _ = run_cli([*ONE, "--emit", "1", "-o", str(target)], tmp_path)

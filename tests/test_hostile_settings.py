@@ -17,6 +17,9 @@ import yaml
 
 from test_hostile import GOOD, MAX_RSS_MB, MAX_SECONDS, check_refused, run_cli
 
+#: Each case runs the CLI in a process of its own to bound its CPU time and memory: slow.
+pytestmark = pytest.mark.slow
+
 BAD_YAML = "model: !!python/name:os.system\n"
 
 

@@ -15,6 +15,7 @@ from test_hostile import MAX_RSS_MB, MAX_SECONDS, run_cli
 EXAMPLE = REPO / "examples" / "dsv3_128k_h100.yaml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -45,6 +46,7 @@ def test_bad_worker_settings_are_a_usage_error(
     assert target.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_jobs_auto_means_every_cpu(tmp_path: Path) -> None:
     target = tmp_path / "c.yaml"
     shutil.copy(EXAMPLE, target)
@@ -53,6 +55,7 @@ def test_jobs_auto_means_every_cpu(tmp_path: Path) -> None:
     assert auto[:3] == one[:3] and auto[0] in (0, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [["--format", "json"], ["--diff"]])
 def test_serial_path_memory_does_not_grow_per_document(tmp_path: Path, mode: list[str]) -> None:
     """300 full Bridge dumps in one process: each parsed document is ~0.9 MiB, so holding them
@@ -70,6 +73,7 @@ def test_serial_path_memory_does_not_grow_per_document(tmp_path: Path, mode: lis
     assert rss < 150, f"peak RSS {rss:.0f} MB"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [[], ["--fix"], ["--diff"]])
 def test_per_file_limit_without_workers(tmp_path: Path, mode: list[str]) -> None:
     """In one process (few files, --fix, --diff) MOE_LINT_FILE_TIMEOUT is a timer around each
@@ -89,6 +93,7 @@ def test_per_file_limit_without_workers(tmp_path: Path, mode: list[str]) -> None
     assert seconds < MAX_SECONDS and rss < MAX_RSS_MB
 
 
+@pytest.mark.slow
 def test_per_file_limit_is_generous_by_default(tmp_path: Path) -> None:
     """The default limit (30 s) never cuts a real file: the example is linted and fixed."""
     path = tmp_path / "cfg.yaml"

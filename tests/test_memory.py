@@ -838,6 +838,7 @@ def _fitting_dumps() -> list[Path]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _fitting_dumps(), ids=lambda p: p.stem)
 def test_shipped_bridge_recipes_are_predicted_to_fit(path: Path) -> None:
     """NVIDIA's own performance recipes (full dumps) run on their GPUs: the model must agree."""

@@ -273,6 +273,7 @@ def survey() -> dict[str, str]:
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
 
 
+@pytest.mark.slow
 def test_every_example_script_reads_as_bash_runs_it() -> None:
     found = survey()
     unexpected = {k: v for k, v in found.items() if k not in EXPECTED}

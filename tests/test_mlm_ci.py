@@ -32,6 +32,7 @@ def test_index_holds_the_ci_rows() -> None:
     assert worlds >= {4, 8}, worlds
 
 
+@pytest.mark.slow
 def test_no_error_on_a_test_megatron_lm_ci_runs_green() -> None:
     catalogue = load_catalogue()
     wrong: list[str] = []

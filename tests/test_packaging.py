@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 PROBE = (
@@ -39,6 +41,7 @@ def test_source_checkout_finds_top_level_rules(tmp_path: Path) -> None:
     assert hashed == "True"  # a checkout can be edited: the generated module is checked
 
 
+@pytest.mark.slow
 def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
@@ -106,6 +109,7 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()  # a cold run of the installed wheel caches nothing
 
 
+@pytest.mark.slow
 def test_wheel_built_from_a_stale_checkout_ships_fresh_rules(tmp_path: Path) -> None:
     """The build hook regenerates the module from the packs being packed, not the stale copy."""
     import shutil

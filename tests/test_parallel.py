@@ -15,6 +15,9 @@ import pytest
 
 from conftest import CORPUS, REPO
 
+#: Each test forks worker processes (and waits out their time limits): slow.
+pytestmark = pytest.mark.slow
+
 
 def test_parallel_equals_sequential(tmp_path: Path) -> None:
     sources = sorted((CORPUS / "megatron-bridge").rglob("*.yaml"))

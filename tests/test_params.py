@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ CHECK_MD = REPO / "tests" / "data" / "models-check.md"
 PRESETS = sorted(model_presets())
 
 
+@cache  # read-only here; one parse of models.yaml, not one per preset
 def _param_check() -> dict[str, dict[str, int]]:
     with MODELS.open(encoding="utf-8") as handle:
         data: dict[str, dict[str, dict[str, int]]] = yaml.safe_load(handle)

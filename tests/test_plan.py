@@ -118,6 +118,7 @@ def test_pruned_values_name_the_rule(small) -> None:  # type: ignore[no-untyped-
     assert "PAR002" in pruned["ep"]["128"]
 
 
+@pytest.mark.slow
 def test_cli_json_and_emit(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
     args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--seq",
             "8192", "--gbs", "256"]  # fmt: skip
@@ -144,6 +145,7 @@ def test_cli_bad_input_is_one_line_exit_2(capsys, bad) -> None:  # type: ignore[
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_compare_places_a_layout_and_says_why(capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["plan", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "16", "--seq",
             "8192", "--gbs", "256", "--top", "3"]  # fmt: skip
@@ -192,6 +194,7 @@ def test_seq_not_divisible_by_two_is_fine_without_cp() -> None:
     assert lays and {lay["cp"] for lay in lays} == {1}
 
 
+@pytest.mark.slow
 def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untyped-def]
     """docs/planner-validation.md is what tools/planner_report.py writes from this code (the
     published rows, the searches and the seed families, ~1 min)."""
@@ -200,6 +203,7 @@ def test_validation_doc_is_current(published) -> None:  # type: ignore[no-untype
     assert current == text, "stale: run python tools/planner_report.py"
 
 
+@pytest.mark.slow
 def test_models_whose_cp_needs_another_transport_get_it_or_no_cp() -> None:
     """GPT-OSS (sliding windows, sinks) runs CP only with a2a (ATT016 / ATT017), so its CP > 1
     plans carry a2a and only where the a2a group divides the KV heads per TP rank (ATT015),
@@ -285,6 +289,7 @@ def test_a_stated_cp_transport_is_planned_with_and_written(tmp_path) -> None:  #
         assert not [f for f in findings if f.severity == "error"], text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp8", "fp8-blockwise"])
 def test_plan_memory_is_what_estimate_says_for_the_emitted_file(precision: str) -> None:
     """The plan's memory is the estimate of the file --emit writes, to the byte: with an FP8
@@ -337,6 +342,7 @@ def test_terminal_table_fits_80_columns_and_marks_what_may_not_fit(small) -> Non
         assert row.split()[-3].endswith("!") == (cand.verdict != "fits"), row
 
 
+@pytest.mark.slow
 def test_safe_shows_no_plan_that_may_not_fit_and_ties_go_to_headroom(small) -> None:  # type: ignore[no-untyped-def]
     """--safe keeps only plans MEM002 calls "fits" (the 16-GPU run's top three are "may not
     fit" without it); plans the model cannot tell apart rank fit first, then headroom."""
@@ -376,6 +382,7 @@ def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignor
     assert code == 0 and "   PAR004: DP = 1" in out
 
 
+@pytest.mark.slow
 def test_docs_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The planner example of docs/commands/plan.md is this code's output: every line it shows
     (the pruned list is cut with '…') is a line of the same command's output, in the same order."""
@@ -422,6 +429,7 @@ def test_step_time_splits_layers_as_the_memory_model_places_them() -> None:
     assert [len(r) for r in ranks[:-1]] == placed[:-1] and len(ranks[-1]) == placed[-1] + 1
 
 
+@pytest.mark.slow
 def test_a_recipe_plan_emits_its_run_recipe_command(capsys: pytest.CaptureFixture[str]) -> None:
     """--model RECIPE_NAME plans from what a released Bridge recipe sets (as the launch-script
     reader applies it); --emit-format hydra writes the plan as run_recipe.py --recipe NAME
@@ -470,6 +478,7 @@ def test_a_recipe_plan_emits_its_run_recipe_command(capsys: pytest.CaptureFixtur
         assert code == 2 and why in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_json_plans_carry_their_cp_transport(capsys: pytest.CaptureFixture[str]) -> None:
     """A searched a2a+p2p plan's JSON names the transport and the hierarchical sizes its
     --emit writes (their product is its CP); other plans carry null sizes."""

@@ -12,6 +12,9 @@ import pytest
 
 from conftest import REPO
 
+#: Each test installs the hook with the real `pre-commit try-repo` (a fresh environment): slow.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = REPO / "examples"
 NOT_CONFIG = REPO / "tests" / "data" / "not-config"
 

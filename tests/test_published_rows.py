@@ -57,6 +57,7 @@ def _lint(path: Path) -> tuple[int, list[dict[str, object]], str]:
     return code, findings, err.getvalue().strip()
 
 
+@pytest.mark.slow
 def test_generated_rows_are_current() -> None:
     assert_tool_current("published_rows.py")
 
@@ -93,6 +94,7 @@ def _messages(findings: list[dict[str, object]], code: str) -> list[str]:
     return [str(f["message"]).split(" [")[0] for f in findings if f["code"] == code]
 
 
+@pytest.mark.slow
 def test_every_published_row_can_be_linted() -> None:
     results = _lint_all()
     unusable = [f"  {path.name}: {err.splitlines()[-1].split(': ')[-1] if err else '(no message)'}"
@@ -104,6 +106,7 @@ def test_every_published_row_can_be_linted() -> None:
         )
 
 
+@pytest.mark.slow
 def test_no_published_row_gets_mem001() -> None:
     results = _lint_all()
     linted = [(path, findings) for path, code, findings, _ in results if code != 2]

@@ -206,6 +206,7 @@ def _same_size_edit(path: Path, old: str, new: str) -> None:
 GOOD_TEXT = EXAMPLE.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_shipped_pack_edited_keeping_size_and_mtime_gets_its_new_rules(checkout: Path) -> None:
     shipped, before = _messages(checkout, GOOD_TEXT)
     assert shipped and "no data-parallel headroom" in before  # PAR004's message
@@ -217,6 +218,7 @@ def test_shipped_pack_edited_keeping_size_and_mtime_gets_its_new_rules(checkout:
     assert after == before.replace("no data-parallel headroom", "NO DATA-PARALLEL HEADROOM")
 
 
+@pytest.mark.slow
 def test_engine_edit_makes_the_module_stale(checkout: Path) -> None:
     expr = checkout / "src" / "moe_lint" / "engine" / "expr.py"
     expr.write_text(expr.read_text() + "\n# edited\n")
@@ -224,6 +226,7 @@ def test_engine_edit_makes_the_module_stale(checkout: Path) -> None:
     assert not shipped and "PAR004" in out  # compiled per run, same findings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage",
     ["truncate", "syntax", "wrong-hash", "missing"],
@@ -265,6 +268,7 @@ rules:
 """
 
 
+@pytest.mark.slow
 def test_repo_pack_edited_keeping_size_and_mtime_gets_its_new_rules(tmp_path: Path) -> None:
     pack = tmp_path / "team.yaml"
     pack.write_text(REPO_PACK.replace("{MSG}", "old message AAAA"))
@@ -283,6 +287,7 @@ def test_repo_pack_edited_keeping_size_and_mtime_gets_its_new_rules(tmp_path: Pa
 # ---- the per-user folder: nothing written for a lint, planted files never run ----------------
 
 
+@pytest.mark.slow
 def test_cold_run_writes_no_cache_files(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -296,6 +301,7 @@ def test_cold_run_writes_no_cache_files(tmp_path: Path) -> None:
     assert not (tmp_path / "explicit").exists()
 
 
+@pytest.mark.slow
 def test_planted_files_never_execute(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
@@ -439,6 +445,7 @@ def test_no_cache_flag_and_env(
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home", ["missing", "file", "read-only", "unset"])
 def test_missing_or_read_only_home_works(tmp_path: Path, home: str) -> None:
     env = _env()
@@ -501,6 +508,7 @@ def test_entry_point_scan_defers_to_importlib_for_zips(
     assert isinstance(catalogue._entry_point_plugins(), list)
 
 
+@pytest.mark.slow
 def test_a_lint_opens_nothing_in_the_cache_folder(tmp_path: Path) -> None:
     """Whatever is planted there, a lint (serial, --fix, rules) never reads the folder."""
     cache = tmp_path / "cache"
