@@ -56,6 +56,7 @@ def _valid_configs() -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_no_config_the_framework_accepts_fails_the_schema() -> None:
     catalogue = shipped_catalogue()
     checked, failed = 0, []

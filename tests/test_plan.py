@@ -525,6 +525,7 @@ def _mlm_form(model: str, gpu: str, gpus: int, seq: int) -> tuple[str, Any, Any]
     return emit_megatron_lm(req, cand, model, result.settings, None, 1, yaml_text), cand, req
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "gpus", "seq"), [("deepseek-v3", 256, 4096), ("qwen3-235b-a22b", 64, 32768)]
 )
@@ -574,6 +575,7 @@ def test_megatron_lm_form_refuses_what_no_flag_says() -> None:
         _mlm_form("gpt-oss-120b", "h100", 64, 8192)
 
 
+@pytest.mark.slow
 def test_emit_format_megatron_lm_on_the_command_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Any
 ) -> None:
