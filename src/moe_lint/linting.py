@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
 from moe_lint.analysis.memory_facts import attach
@@ -95,11 +95,15 @@ def resolve_settings(
 
     ``origins``, when given, gets the layer each cluster key came from (``--show-settings``)."""
     settings = base
-    layers: list[tuple[str, dict[str, Any]]] = []
+
+    def came_from(where: str, values: Mapping[str, object]) -> None:
+        if origins is not None:  # only --show-settings asks: nothing is kept on the lint path
+            origins.update({key.replace("_", "-"): where for key in values})
+
     for glob, values in base.per_file.items():
         if glob_match(path, glob, base.base_dir):
             settings = apply_cluster(settings, values, f"per-file {glob}", base.base_dir)
-            layers.append((f"pyproject per-file {glob!r}", dict(values)))
+            came_from(f"pyproject per-file {glob!r}", values)
     if launcher:
         settings = apply_cluster(
             settings,
@@ -107,23 +111,19 @@ def resolve_settings(
             f"{path}: launch command",
             source=launcher_source or "launch command",
         )
-        layers.append((launcher_source or "launch command", dict(launcher)))
+        came_from(launcher_source or "launch command", launcher)
     directives = parse_directives(doc_text, path)
     if directives:
         settings = apply_cluster(settings, directives, f"{path}: directive", Path(path).parent)
-        layers.append(("# moe-lint: directive in the file", dict(directives)))
+        came_from("# moe-lint: directive in the file", directives)
     if cli:
         settings = apply_cluster(settings, dict(cli), "command line")
-        layers.append(("command line", dict(cli)))
+        came_from("command line", cli)
     if settings.model is None:
         beside = beside_config(path)
         if beside is not None:
             settings = replace(settings, model=beside)
-            layers.append(("config.json beside the file", {"model": beside}))
-    if origins is not None:
-        for where, values in layers:
-            for key in values:
-                origins[key.replace("_", "-")] = where
+            came_from("config.json beside the file", {"model": beside})
     return settings
 
 

@@ -49,6 +49,7 @@ from moe_lint.linting import (
 )
 from moe_lint.linting import as_input_error as _as_input_error
 from moe_lint.output import escape
+from moe_lint.output.text import plural
 
 
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
@@ -179,9 +180,9 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             _stderr(f"{r.path}: error: {r.error}")
         _report_fixes(outcomes, ns, summary=False)
         if not ns.quiet and (not results or len(failed) < len(results)):
-            could_not = f" ({_plural(len(failed), 'file')} could not be linted)" if failed else ""
+            could_not = f" ({plural(len(failed), 'file')} could not be linted)" if failed else ""
             print(
-                f"{changed} file{'s' if changed != 1 else ''} would be changed by --fix"
+                f"{plural(changed, 'file')} would be changed by --fix"
                 f"{' --unsafe-fixes' if ns.unsafe_fixes else ''}{could_not}.",
                 file=sys.stderr,
             )
@@ -503,9 +504,5 @@ def _report_fixes(
     refused = sum(len(o.refused) for _, o in outcomes)
     if summary and not ns.quiet and (fixed or refused):
         files = sum(1 for _, o in outcomes if o.applied)
-        done = f"Fixed {_plural(fixed, 'finding')} in {_plural(files, 'file')}"
+        done = f"Fixed {plural(fixed, 'finding')} in {plural(files, 'file')}"
         _stderr(f"{done if fixed else 'No fixes applied'} ({left} left).")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"

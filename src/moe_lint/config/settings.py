@@ -282,7 +282,6 @@ class SettingsFinder:
         adjust: Callable[[Settings], None],
     ) -> None:
         self.fixed = fixed
-        self.default = default
         self.default_path = default_path.resolve() if default_path is not None else None
         self._adjust = adjust
         self._folders: dict[Path, Path | None] = {}

@@ -137,18 +137,19 @@ def summary(
     """The last line of a text report; ``failed`` files could not be linted (their errors
     are on stderr), ``hidden`` info findings were not shown (no --show-infos)."""
     shows = "shows it" if hidden == 1 else "shows them"
-    infos = f"; {_plural(hidden, 'info')} hidden, --show-infos {shows}" if hidden else ""
+    infos = f"; {plural(hidden, 'info')} hidden, --show-infos {shows}" if hidden else ""
     if failed:
         found = _found(findings, files, fixable, unsafe) if findings else (
-            f"No findings in {files} file{'s' if files != 1 else ''}")  # fmt: skip
-        could_not = f"{failed} file{'s' if failed != 1 else ''} could not be linted"
+            f"No findings in {plural(files, 'file')}")  # fmt: skip
+        could_not = f"{plural(failed, 'file')} could not be linted"
         return [(f"{found}; {could_not}{infos}.", None)]
     if not findings:
-        return [(f"All checks passed ({files} file{'s' if files != 1 else ''}{infos}).", "ok")]
+        return [(f"All checks passed ({plural(files, 'file')}{infos}).", "ok")]
     return [(_found(findings, files, fixable, unsafe) + infos + ".", None)]
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """``1 file``, ``3 files``: the count and the word, with an s unless it is one."""
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
@@ -172,14 +173,14 @@ def statistics(findings: Sequence[Finding], as_json: bool = False, hidden: int =
         for r in ordered
     ]
     if hidden:
-        lines.append(f"({_plural(hidden, 'info')} hidden, --show-infos counts them too)")
+        lines.append(f"({plural(hidden, 'info')} hidden, --show-infos counts them too)")
     return "".join(escape.line(text) + "\n" for text in lines)
 
 
 def _found(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> str:
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
-    parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
-    text = f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}"
+    parts = [plural(n, s) for s, n in counts.items() if n]
+    text = f"Found {', '.join(parts)} in {plural(files, 'file')}"
     extra = []
     if fixable:
         extra.append(f"{fixable} fixable with --fix")
