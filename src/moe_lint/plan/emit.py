@@ -182,11 +182,10 @@ def emit_megatron_lm(
     from moe_lint.linting import prepare
 
     cfg, _, _ = prepare(parse_text(yaml_text, "<plan>.yaml"), Settings(), [], {})
-    want = {k: v for k, v in _written_values(req, cand).items() if v is not None}
-    want.update({f"model.{k}": cfg.value(f"model.{k}") for k in preset_fields(model)})
-    for key in list(want):
-        want[key] = cfg.value(key)
-    want = {k: v for k, v in want.items() if not k.startswith(_MLM_RUN_SECTIONS)}
+    # What the Bridge form says of every value the plan writes and every architecture field.
+    keys = [k for k, v in _written_values(req, cand).items() if v is not None]
+    keys += [f"model.{k}" for k in preset_fields(model)]
+    want = {k: cfg.value(k) for k in keys if not k.startswith(_MLM_RUN_SECTIONS)}
     want.update(_mlm_assumed(req))
     flags = _mlm_flags_by_path(flag_table()["flags"])
     world = cand.plan.world
@@ -205,10 +204,11 @@ def emit_megatron_lm(
     unwritable: dict[str, str] = {}
     for _ in range(_MLM_ROUNDS):
         script = _mlm_script(req, cand, fs, model, rank, chosen, want, world, per_node)
-        got = _mlm_read(script)
+        read = _mlm_read(script)
+        got = read[1]
         wrong = {k: v for k, v in want.items() if not _mlm_same(k, got.value(k), v, want)}
         if not wrong:
-            return _mlm_checked(script, cand)
+            return _mlm_checked(script, cand, read)
         progress = False
         # What Megatron-LM derives from other flags (num_query_groups from the head count,
         # kv_channels, ffn_hidden_size) is written only when it is still wrong once the rest
@@ -237,21 +237,20 @@ def emit_megatron_lm(
     )
 
 
-def _mlm_checked(script: str, cand: Candidate) -> str:
+def _mlm_checked(script: str, cand: Candidate, read: tuple[Any, Any, Any, Any]) -> str:
     """The script as linted: an error is a usage error naming it (never a script that fails
     at startup); the memory line is what ``moe-lint estimate`` says of this script, whose
-    Megatron-LM defaults (fusions, dropout) can differ from the Bridge form's."""
+    Megatron-LM defaults (fusions, dropout) can differ from the Bridge form's. ``read``: the
+    script as :func:`_mlm_read` made it (document, config, facts, settings)."""
     # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
     from moe_lint.analysis.memory_facts import run_estimate
-    from moe_lint.config.load import mlm_document
     from moe_lint.config.memory_settings import memory_settings
-    from moe_lint.config.mlm_args import parse_script
     from moe_lint.config.settings import Settings
     from moe_lint.engine.catalogue import shipped_catalogue
     from moe_lint.errors import UsageError
-    from moe_lint.linting import lint_document, prepare
+    from moe_lint.linting import lint_document
 
-    doc = mlm_document(parse_script(script, "<plan>.sh"))
+    doc, cfg, facts, fs = read
     result = lint_document(doc, shipped_catalogue(), Settings(), [], {})
     errors = [f for f in result.findings if f.severity == "error"]
     if errors:
@@ -259,7 +258,6 @@ def _mlm_checked(script: str, cand: Candidate) -> str:
             f"--emit-format megatron-lm: Megatron-LM would reject this plan's arguments "
             f"({errors[0].code}: {errors[0].message}); use the Bridge YAML form"
         )
-    cfg, facts, fs = prepare(doc, Settings(), [], {})
     est = run_estimate(cfg, facts, memory_settings(fs.memory, "memory settings")[0])
     central, lower = est.worst.total_gib, est.lower_worst.total_gib
     if abs(central - cand.memory_gib) < 0.05:
@@ -335,7 +333,7 @@ def _mlm_script(
     plan_paths = set(_written_values(req, cand))
     arch: list[str] = []
     layout: list[str] = []
-    # Lazy: the flag table is read once per process (config/mlm_args.py caches nothing else).
+    # Lazy: the Megatron-LM flag table (read once per process, mlm_args.flag_table caches it).
     from moe_lint.config.mlm_args import flag_table
 
     table = flag_table()["flags"]
@@ -364,16 +362,17 @@ def _mlm_script(
     return "\n".join(lines) + "\n"
 
 
-def _mlm_read(script: str) -> Any:
-    """The config moe-lint's Megatron-LM reader makes of ``script`` (its defaults applied)."""
+def _mlm_read(script: str) -> tuple[Any, Any, Any, Any]:
+    """The document, config (its defaults applied), facts and settings moe-lint's Megatron-LM
+    reader makes of ``script``."""
     # Lazy: loaded only on the path that needs it (the planner itself is imported lazily).
     from moe_lint.config.load import mlm_document
     from moe_lint.config.mlm_args import parse_script
     from moe_lint.config.settings import Settings
     from moe_lint.linting import prepare
 
-    cfg, _, _ = prepare(mlm_document(parse_script(script, "<plan>.sh")), Settings(), [], {})
-    return cfg
+    doc = mlm_document(parse_script(script, "<plan>.sh"))
+    return (doc, *prepare(doc, Settings(), [], {}))
 
 
 def _mlm_same(path: str, got: Any, want: Any, values: dict[str, Any]) -> bool:
