@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -342,22 +342,28 @@ def _pyproject_table(path: Path) -> Any:
         raise UsageError(f"{path}: cannot read pyproject.toml: {too_big}")
     if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
         return None
+    try:
+        return _parsed_table(raw)
+    except ValueError as exc:
+        raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
+
+
+@lru_cache(maxsize=16)
+def _parsed_table(raw: bytes) -> Any:
+    """The ``[tool.moe-lint]`` table of a pyproject's bytes, parsed once per content: a run
+    finds its settings file by its table, then loads it (callers only read the table).
+    ValueError with the reason when it is not TOML."""
     # Lazy: tomllib only when a pyproject.toml names moe-lint.
     import tomllib
 
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: cannot read pyproject.toml: invalid UTF-8 at byte "
-                         f"{exc.start}") from None  # fmt: skip
+        raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(
-            f"{path}: cannot read pyproject.toml: {bounded_str(str(exc), MAX_REPR_CHARS)}"
-        ) from None
+        raise ValueError(bounded_str(str(exc), MAX_REPR_CHARS)) from None
     except RecursionError:
-        raise UsageError(
-            f"{path}: cannot read pyproject.toml: arrays or tables nested too deep to parse"
-        ) from None
+        raise ValueError("arrays or tables nested too deep to parse") from None
     tool = data.get("tool")
     return tool.get("moe-lint") if isinstance(tool, dict) else None
 
