@@ -55,6 +55,17 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The commands other than check: the module under moe_lint.cli and the function that runs it.
+_COMMAND_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "estimate": ("estimate", "_cmd_estimate"),
+    "plan": ("plan", "_cmd_plan"),
+    "rules": ("rules", "_cmd_rules"),
+    "explain": ("rules", "_cmd_explain"),
+    "models": ("models", "_cmd_models"),
+    "schema": ("schema", "_cmd_schema"),
+}
+
+
 #: Set by :func:`run` (the console script and ``python -m moe_lint``): the garbage collector
 #: is off until the catalogue is loaded, then frozen (see :func:`_settle_gc`). ``main()`` called
 #: from tests or the API leaves the collector alone.
@@ -124,40 +135,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: list[str]) -> int:
     try:
-        if args and args[0] in ("rules", "explain", "models", "schema", "estimate", "plan"):
-            _settle_gc()  # a plan search may run long: collect as usual
         # Each command's module loads only when it runs: moe-lint FILE (a pre-commit hook) loads
         # check's alone.
-        if args and args[0] == "rules":
-            # Lazy: the rules command only for `moe-lint rules`.
-            from moe_lint.cli.rules import _cmd_rules
-
-            return _cmd_rules(args[1:])
-        if args and args[0] == "explain":
-            # Lazy: the explain command only for `moe-lint explain`.
-            from moe_lint.cli.rules import _cmd_explain
-
-            return _cmd_explain(args[1:])
-        if args and args[0] == "models":
-            # Lazy: the models command only for `moe-lint models`.
-            from moe_lint.cli.models import _cmd_models
-
-            return _cmd_models(args[1:])
-        if args and args[0] == "schema":
-            # Lazy: the schema command only for `moe-lint schema`.
-            from moe_lint.cli.schema import _cmd_schema
-
-            return _cmd_schema(args[1:])
-        if args and args[0] == "estimate":
-            # Lazy: the estimate command only for `moe-lint estimate`.
-            from moe_lint.cli.estimate import _cmd_estimate
-
-            return _cmd_estimate(args[1:])
-        if args and args[0] == "plan":
-            # Lazy: the plan command only for `moe-lint plan`.
-            from moe_lint.cli.plan import _cmd_plan
-
-            return _cmd_plan(args[1:])
+        if args and args[0] in _COMMAND_FUNCTIONS:
+            _settle_gc()  # a plan search may run long: collect as usual
+            module, function = _COMMAND_FUNCTIONS[args[0]]
+            command = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+            code: int = command(args[1:])
+            return code
         # Lazy: the check command (the default) only when no other command is named.
         from moe_lint.cli.check import _cmd_check
 
