@@ -86,15 +86,18 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
 
         output_target(ns.write_baseline, "--write-baseline")  # before linting anything
     catalogues: dict[tuple[str, ...], Any] = {}
+    checked: dict[int, Any] = {}  # id(Settings) -> its catalogue (the finder keeps each alive)
 
     def catalogue_for(file_settings: Settings) -> Any:
         """The catalogue a file's settings name (its pyproject's packs), loaded once each and
-        its selectors checked before anything is linted with it."""
-        packs = (*file_settings.rules, *ns.rules)
-        if packs not in catalogues:
-            catalogues[packs] = load_catalogue(extra_packs=list(packs))
-        check_selectors(catalogues[packs], file_settings)
-        return catalogues[packs]
+        its selectors checked once per settings, before anything is linted with it."""
+        if id(file_settings) not in checked:
+            packs = (*file_settings.rules, *ns.rules)
+            if packs not in catalogues:
+                catalogues[packs] = load_catalogue(extra_packs=list(packs))
+            check_selectors(catalogues[packs], file_settings)
+            checked[id(file_settings)] = catalogues[packs]
+        return checked[id(file_settings)]
 
     catalogue = catalogue_for(settings)
     _settle_gc()
