@@ -595,3 +595,35 @@ def test_emit_format_megatron_lm_on_the_command_line(
                             "--gpus", "64", "--seq", "8192", "--emit", "1",
                             "--emit-format", "megatron-lm", "-o", str(refused))  # fmt: skip
     assert code == 2 and "model.sliding_window" in err and not refused.exists()
+
+
+def test_the_states_screen_is_a_floor_and_keeps_the_same_plans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The planner rejects a layout on rank 0's states alone (weights, gradients, optimizer),
+    and by dominance on them: each such need is under the layout's own lower bound, and the
+    kept plans are those the search finds without the screen."""
+    import math
+
+    from moe_lint.plan import search as search_module
+    from moe_lint.plan.run import build
+
+    req, *_ = build(Options(model="qwen3-235b-a22b", gpu="h200", gpus=(16,), seq=4096, gbs=64,
+                            fixed={"mbs": 1, "etp": 1, "vpp": 1}))  # fmt: skip
+    screened = search_module.search(req)
+    floors: list[tuple[float, float]] = []
+    real_states = search_module._Memory.states
+
+    def states(self: Any, p: Any) -> float:
+        value = real_states(self, p)
+        floors.append((value, self.lower(p, first_rank=True)))
+        return -math.inf  # never over: the search as it was without the screen
+
+    monkeypatch.setattr(search_module._Memory, "states", states)
+    unscreened = search_module.search(req)
+    assert floors and all(states <= lower for states, lower in floors)
+    hard = search_module._usable(req) * (1 + req.margin)
+    over = sum(states > hard for states, _ in floors)
+    assert over > 0, "the case no longer exercises the screen"
+    assert [c.plan for c in screened.kept] == [c.plan for c in unscreened.kept]
+    assert screened.memory_checks < unscreened.memory_checks

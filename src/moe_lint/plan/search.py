@@ -533,6 +533,7 @@ class _Memory:
         self.req = req
         self.cache: dict[tuple[Any, ...], float] = {}
         self.lower_cache: dict[tuple[Any, ...], float] = {}
+        self.states_cache: dict[tuple[Any, ...], float] = {}
         self.ranks: dict[tuple[Any, ...], frozenset[int]] = {}
         self.checks = 0
 
@@ -591,6 +592,23 @@ class _Memory:
             est = self.estimate(p, bounds="lower-only", ranks=ranks)
             self.lower_cache[k] = est.lower_worst.total_gib
         return self.lower_cache[k]
+
+    def states(self, p: Plan) -> float:
+        """Rank 0's weights, gradients and optimizer states (lower-bound mode): a floor
+        under :meth:`lower` that skips the activations, shared by every micro-batch size and
+        dispatcher (neither changes the states)."""
+        k = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.world, p.offload)
+        found = self.states_cache.get(k)
+        if found is None:
+            # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+            from moe_lint.analysis.memory.estimate import states_lower_bound
+
+            self.checks += 1
+            values, facts = plan_inputs(self.req, p)
+            found = self.states_cache[k] = states_lower_bound(
+                values, facts, self.req.memory_settings, self.req.versions, arch=self.req.arch
+            )
+        return found
 
     def estimate(self, p: Plan, bounds: Any, ranks: frozenset[int] | None = None) -> Any:
         # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
@@ -742,6 +760,7 @@ def search(req: Request) -> Outcome:
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
     rejected: dict[tuple[Any, ...], list[tuple[tuple[int, ...], float]]] = {}
+    states_over: dict[tuple[int, int, int], list[tuple[tuple[int, ...], float]]] = {}
     inferred = 0
     timed = 0
     for score, world, lay, disp in bounds:
@@ -765,7 +784,11 @@ def search(req: Request) -> Outcome:
         # keep their DP·CP / EDP product; a full pipeline keeps PP·VPP micro-batches in
         # flight). A layout no bigger in any of them than one that is over even with the
         # most-saving rung is over too.
+        # The states alone (weights, gradients, optimizer) depend on neither the micro-batch
+        # size nor the dispatcher, nor on whether the pipeline is full: states_over holds the
+        # layouts whose states are over, per (PP, VPP, world), for the same dominance.
         group = (lay["pp"], lay["vpp"], lay["mbs"], disp, world)
+        states_group = (lay["pp"], lay["vpp"], world)
         full = req.gbs // (lay["mbs"] * lay["dp"]) >= lay["pp"] * lay["vpp"]
         sizes = (lay["tp"], lay["cp"], lay["ep"], lay["etp"])
         over = next(
@@ -773,17 +796,27 @@ def search(req: Request) -> Outcome:
              if all(a <= b for a, b in zip(sizes, big, strict=True))),
             None,
         ) if full else None  # fmt: skip
+        if over is None:
+            over = next(
+                (need for big, need in states_over.get(states_group, ())
+                 if all(a <= b for a, b in zip(sizes, big, strict=True))),
+                None,
+            )  # fmt: skip
+        most = _plan(req, lay, world, dispatcher=disp, recompute=ladder[-1], offload=offloads[-1])
+        states = memory.states(most) if over is None else math.inf
         if over is not None:
             floor = (math.inf, over)
             inferred += 1
             dominated = True
+        elif states > hard:  # over on the states alone: no rung, micro-batch size or dispatcher
+            floor = (math.inf, states)
+            states_over.setdefault(states_group, []).append((sizes, states))
+            if full:
+                rejected.setdefault(group, []).append((sizes, states))
         else:
             # the most memory-saving rung, checked once: if even its lower bound is over,
             # MEM001 rejects every rung; if its central estimate is over, no rung fits
             # centrally and the layout can only pass as "may not fit" (MEM002)
-            most = _plan(
-                req, lay, world, dispatcher=disp, recompute=ladder[-1], offload=offloads[-1]
-            )
             low = memory.lower(most, first_rank=True)  # enough to reject
             central = memory.central(most) if low <= hard else math.inf
             if usable < central < math.inf and most.pp > 1:

@@ -33,8 +33,7 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     graph's private pool is not released to the eager optimizer step; not in the lower bound).
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
     the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
-    rp = _rank_params(ctx, stage, params)
-    terms = _state_terms(ctx, rp, b, _peft_adapters(ctx, stage)) + _activation_terms(ctx, stage)
+    terms = _rank_state_terms(ctx, stage, params, b) + _activation_terms(ctx, stage)
     graph = _graph_term(ctx, stage)
     if graph is not None:
         terms.append(graph)
@@ -82,6 +81,35 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
         allocated + margin.gib,
         state + load,
     )
+
+
+def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
+                      b: _Bytes) -> list[Term]:  # fmt: skip
+    """Weights, gradients and optimizer states of one rank (and its step/load copies)."""
+    rp = _rank_params(ctx, stage, params)
+    return _state_terms(ctx, rp, b, _peft_adapters(ctx, stage))
+
+
+def states_lower_bound(
+    values: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    settings: MemorySettings | None = None,
+    versions: Mapping[str, Version] | None = None,
+    *,
+    rank: int = 0,
+    arch: Arch | None = None,
+) -> float:
+    """GiB of the weights, gradients and optimizer states (the "state" terms of the lower
+    bound) on pipeline rank ``rank``: a floor under that rank's lower bound, whose peak adds
+    activations, buffers and the allocator margin to it (:func:`_stage_estimate`). The
+    planner rejects a layout on it without computing the activations, and, since it does not
+    depend on the micro-batch size or the dispatcher, once for all of them."""
+    settings = settings or MemorySettings()
+    ctx = _context(values, facts, settings, versions, arch=arch, mode="lower")
+    placement = _placement(ctx, facts)
+    stage = next((s for s in placement if s.rank == rank), placement[0])
+    terms = _rank_state_terms(ctx, stage, _layer_params(ctx.arch, ctx.tp), _state_bytes(ctx))
+    return sum(t.gib for t in terms if t.kind == "state")
 
 
 _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
