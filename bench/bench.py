@@ -553,6 +553,29 @@ def use_revision(rev: str) -> None:
     ENV["PYTHONPATH"] = os.pathsep.join([str(dest / "src"), *filter(None, [ENV.get("PYTHONPATH")])])
 
 
+def use_wheel() -> None:
+    """Build this tree's wheel, install it (no dependencies) into a temp dir and put that
+    first on PYTHONPATH for every command run from here on: what a pre-commit hook runs
+    (pre-commit pip-installs the hook's repository), where the shipped rule catalogue is
+    trusted without hashing the packs (engine/catalogue.py::shipped_module), unlike an
+    editable install's."""
+    dest = Path(tempfile.mkdtemp(prefix="moe-lint-wheel-"))
+    atexit.register(shutil.rmtree, dest, True)
+    for step in ("wheel", "install"):
+        cmd = (
+            [PY, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+             str(dest / "dist"), str(ROOT)]
+            if step == "wheel"
+            else [PY, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                  str(dest / "site"), *map(str, (dest / "dist").glob("moe_lint-*.whl"))]
+        )  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"error: pip {step}: {proc.stderr.strip()[-500:]}")
+    paths = [str(dest / "site"), *filter(None, [ENV.get("PYTHONPATH")])]
+    ENV["PYTHONPATH"] = os.pathsep.join(paths)
+
+
 def machine(rev: str | None) -> list[str]:
     cpu = "unknown"
     try:
@@ -727,13 +750,20 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="seed for b's variants (0)")
     ap.add_argument("--output", type=Path, help="also write the Markdown report here")
     ap.add_argument("--rev", help="benchmark src/ and rules/ as of this git revision")
+    ap.add_argument("--wheel", action="store_true",
+                    help="benchmark this tree built and installed as a wheel (what pre-commit "
+                         "runs) instead of the editable install")  # fmt: skip
     args = ap.parse_args()
     caches = tempfile.mkdtemp(prefix="moe-lint-bench-caches-")
     atexit.register(shutil.rmtree, caches, True)
     ENV["PYTHONPYCACHEPREFIX"] = os.path.join(caches, "pyc")
     ENV["MOE_LINT_CACHE_DIR"] = os.path.join(caches, "moe-lint")  # moe-lint's rule cache, if any
+    if args.rev and args.wheel:
+        sys.exit("error: --rev and --wheel are exclusive")
     if args.rev:
         use_revision(args.rev)
+    if args.wheel:
+        use_wheel()
     everything = args.all or not (
         args.single or args.batch or args.profile or args.memory or args.plan
     )

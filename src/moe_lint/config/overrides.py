@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -59,30 +60,35 @@ _FLOAT_FORMS = (
 )
 _WS = r"[ \t]*"
 #: (token type, regexes), in the lexer's order: ANTLR takes the longest match and, on a tie,
-#: the rule defined first.
-_TOKENS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tuple(
-    (name, tuple(re.compile(p) for p in patterns))
-    for name, patterns in (
-        ("POPEN", (rf"{_WS}\({_WS}",)),
-        ("COMMA", (rf"{_WS},{_WS}",)),
-        ("PCLOSE", (rf"{_WS}\)",)),
-        ("BRACKET_OPEN", (rf"\[{_WS}",)),
-        ("BRACKET_CLOSE", (rf"{_WS}\]",)),
-        ("BRACE_OPEN", (rf"\{{{_WS}",)),
-        ("BRACE_CLOSE", (rf"{_WS}\}}",)),
-        ("COLON", (rf"{_WS}:{_WS}",)),
-        ("EQUAL", (rf"{_WS}={_WS}",)),
-        ("FLOAT", _FLOAT_FORMS),
-        ("INT", (rf"[+-]?{_INT_U}",)),
-        ("BOOL", (r"[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]",)),
-        ("NULL", (r"[Nn][Uu][Ll][Ll]",)),
-        ("UNQUOTED_CHAR", (r"[/\-\\+.$%*@?|]",)),
-        ("ID", (r"[a-zA-Z_][a-zA-Z0-9_\-]*",)),
-        ("ESC", (r"(?:\\\\|\\\(|\\\)|\\\[|\\\]|\\\{|\\\}|\\:|\\=|\\,|\\ |\\\t)+",)),
-        ("WS", (r"[ \t]+",)),
-        ("INTERPOLATION", (r"\$\{[^}]+\}",)),
-    )
+#: the rule defined first. Compiled on the first override lexed (:func:`_tokens`), not at
+#: import: every run imports this module, few pass an override (~4 ms of regex compiling).
+_TOKEN_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("POPEN", (rf"{_WS}\({_WS}",)),
+    ("COMMA", (rf"{_WS},{_WS}",)),
+    ("PCLOSE", (rf"{_WS}\)",)),
+    ("BRACKET_OPEN", (rf"\[{_WS}",)),
+    ("BRACKET_CLOSE", (rf"{_WS}\]",)),
+    ("BRACE_OPEN", (rf"\{{{_WS}",)),
+    ("BRACE_CLOSE", (rf"{_WS}\}}",)),
+    ("COLON", (rf"{_WS}:{_WS}",)),
+    ("EQUAL", (rf"{_WS}={_WS}",)),
+    ("FLOAT", _FLOAT_FORMS),
+    ("INT", (rf"[+-]?{_INT_U}",)),
+    ("BOOL", (r"[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]",)),
+    ("NULL", (r"[Nn][Uu][Ll][Ll]",)),
+    ("UNQUOTED_CHAR", (r"[/\-\\+.$%*@?|]",)),
+    ("ID", (r"[a-zA-Z_][a-zA-Z0-9_\-]*",)),
+    ("ESC", (r"(?:\\\\|\\\(|\\\)|\\\[|\\\]|\\\{|\\\}|\\:|\\=|\\,|\\ |\\\t)+",)),
+    ("WS", (r"[ \t]+",)),
+    ("INTERPOLATION", (r"\$\{[^}]+\}",)),
 )
+
+
+@cache
+def _tokens() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+    return tuple((name, tuple(map(re.compile, forms))) for name, forms in _TOKEN_PATTERNS)
+
+
 _PRIMITIVE_PARTS = frozenset(
     {"ID", "NULL", "INT", "FLOAT", "BOOL", "INTERPOLATION", "UNQUOTED_CHAR", "COLON", "ESC", "WS"}
 )
@@ -128,7 +134,7 @@ def _lex(text: str) -> list[_Token]:
             end = _quoted_end(text, pos)
             if end is not None:
                 best = (end, "QUOTED_VALUE")
-        for name, patterns in _TOKENS:
+        for name, patterns in _tokens():
             for pattern in patterns:
                 match = pattern.match(text, pos)
                 if match and match.end() > pos and (best is None or match.end() > best[0]):

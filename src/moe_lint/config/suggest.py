@@ -8,14 +8,15 @@ difflib's closest match at a 0.75 ratio or better.
 
 from __future__ import annotations
 
-import difflib
-
 
 def closest(word: str, candidates: list[str]) -> str | None:
     """The candidate ``word`` most likely meant, or None when nothing is close."""
     lowered = {c.lower(): c for c in candidates}
     if word.lower() in lowered:
         return lowered[word.lower()]
+    # Lazy: difflib (~3 ms with heapq) only when a name is not known, not on every start.
+    import difflib
+
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.75)
     return match[0] if match else None
 

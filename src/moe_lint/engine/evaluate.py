@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis.derive import Facts
 from moe_lint.analysis.facts import SHOWN
@@ -25,13 +25,23 @@ from moe_lint.engine.expr import (
     reset_budget,
 )
 from moe_lint.engine.findings import Argument, Edit, Finding
-from moe_lint.engine.mlm_language import MLM_PACK, Language, language_of
 from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
+
+if TYPE_CHECKING:
+    from moe_lint.engine.mlm_language import Language
 
 #: Facts whose derivation is worth printing under a finding (sizes alone are not): those the
 #: registry (analysis/facts.py) marks ``shown``, in its order.
 _SHOWN_FACTS = SHOWN
+
+
+def _mlm_pack() -> str:
+    """The Megatron-LM rule pack's name."""
+    # Lazy: the Megatron-LM language is loaded for Megatron-LM input only.
+    from moe_lint.engine.mlm_language import MLM_PACK
+
+    return MLM_PACK
 
 
 #: Errors a rule expression can hit on odd data (set MOE_LINT_STRICT=1 to surface them).
@@ -120,7 +130,12 @@ class Evaluator:
         functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
         self.namespace = _Namespace(ctx.facts, {**BASE_NAMESPACE, **functions, **self.base})
         #: Megatron-LM input's own language (flags, ENV_VARS / export), None for Bridge input.
-        self.language: Language | None = language_of(cfg.doc)
+        self.language: Language | None = None
+        if getattr(cfg.doc, "form", None) == "megatron-lm":
+            # Lazy: the Megatron-LM language (~5 ms) only for Megatron-LM input.
+            from moe_lint.engine.mlm_language import language_of
+
+            self.language = language_of(cfg.doc)
 
     @property
     def locals(self) -> dict[str, Any]:
@@ -216,7 +231,7 @@ def _finding(
     fix_text = rule.fix.title.render(ev.lookup) if rule.fix else None
     message = rule.message.render(ev.lookup)
     source = rule.source
-    if ev.language is not None and rule.pack != MLM_PACK:
+    if ev.language is not None and rule.pack != _mlm_pack():
         # Megatron-LM input: its flags, its way of setting the environment, its checks first.
         # (The MLM family is written in flags already, quoting validate_args word for word.)
         message = ev.language.say(message) or message

@@ -13,7 +13,6 @@ from typing import Any
 
 from moe_lint.config.load import ConfigPath, Document, Pos, Span, format_path
 from moe_lint.engine.findings import Edit
-from moe_lint.engine.mlm_language import flag_for
 
 _PLAIN_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-+/]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
@@ -209,6 +208,9 @@ def _mlm_value_edit(doc: Document, path: ConfigPath, value: Any) -> Edit | None:
     if doc.path == "<command line>":
         why = "arguments given on the command line are not a file: change the argument"
     elif span is None or not flag.startswith("--"):
+        # Lazy: the Megatron-LM language only for Megatron-LM input.
+        from moe_lint.engine.mlm_language import flag_for
+
         named = flag_for(format_path(path))
         why = (
             f"{named} is not written in the file: add it to the command line by hand"

@@ -25,12 +25,10 @@ encoding (JSON and XML are, for every name that is valid Unicode).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from functools import cache
 from typing import Any
-from urllib.parse import quote
 
 #: Characters never written raw to a terminal or log: C0 except tab, DEL, C1, the Unicode line
 #: and paragraph separators, bidi controls ("Trojan Source") and lone surrogates.
@@ -144,6 +142,9 @@ def dumps(data: Any, indent: int | None = None) -> str:
 
     Outside strings JSON has no ``#``, DEL, C1 or surrogate characters, so rewriting them in
     the serialized text only ever touches string contents."""
+    # Lazy: json (~3 ms) only for the formats that write it, not for a text report.
+    import json
+
     out = json.dumps(data, indent=indent, ensure_ascii=False)
     if not out.isascii():
         out = _pattern(_SURROGATE).sub(_json_surrogate, out)
@@ -184,6 +185,9 @@ _URI_SAFE = "/!$&'()*+,;=:@"
 def uri_path(value: str) -> str:
     """A relative path as a URI reference: its bytes (as ``os.fsencode`` gives them),
     percent-encoded where RFC 3986 does not allow them (spaces, ``%``, ``#``, non-ASCII)."""
+    # Lazy: urllib.parse (~5 ms with ipaddress) only for the formats that write URIs (SARIF).
+    from urllib.parse import quote
+
     return quote(os.fsencode(value), safe=_URI_SAFE)
 
 
