@@ -144,7 +144,7 @@ def test_estimate_honours_output_and_refuses_other_formats(
         code_o, out_o, _ = run(capsys, "estimate", example, "--format", fmt, "-o", str(target))
         assert (code_o, out_o) == (code, "") and target.read_text(encoding="utf-8") == out
     code, _, err = run(capsys, "estimate", example, "--format", "sarif")
-    assert code == 2 and "estimate writes --format text or json" in err
+    assert code == 2 and "estimate writes --format text, json or html" in err
     code, _, err = run(capsys, "estimate", example, "-o", str(tmp_path / "no" / "x"))
     assert code == 2 and "no such folder" in err and len(err.strip().splitlines()) == 1
 

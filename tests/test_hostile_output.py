@@ -141,10 +141,11 @@ def _check_format(fmt: str, out: str, names: list[str]) -> None:
         assert all(line.startswith(("::warning ", "::notice ")) for line in out.splitlines())
 
 
-@pytest.mark.parametrize("fmt", ["json", "text"])
+@pytest.mark.parametrize("fmt", ["json", "text", "html"])
 def test_estimate_with_hostile_names(repo: Path, fmt: str) -> None:
     """``estimate`` echoes file names too: a non-UTF-8 or workflow-command name is shown inert
-    (its JSON went through a plain json.dumps and ended in exit 3)."""
+    (its JSON went through a plain json.dumps and ended in exit 3); the HTML page on stdout as
+    well (a name that is markup: tests/test_html_report.py)."""
     names = _names(repo)
     example = (REPO / "examples" / "dsv3_128k_h100.yaml").read_text(encoding="utf-8")
     for name in names:
@@ -158,6 +159,8 @@ def test_estimate_with_hostile_names(repo: Path, fmt: str) -> None:
     _assert_clean(fmt, out, err)
     if fmt == "json":
         assert len(json.loads(out)) == len(names)
+    if fmt == "html":
+        assert out.count('<section class="file"') == len(names)
 
 
 @pytest.mark.parametrize("fmt", [*FORMATS, "text-color"])

@@ -57,6 +57,8 @@ CASES = {
     "emit to a folder": ([*ONE, "--emit", "1", "-o", "."], "not a regular file"),
     "emit to no folder": ([*ONE, "--emit", "1", "-o", "no/such/dir/x.yaml"], "no such folder"),
     "-o without --emit": ([*ONE, "-o", "x.yaml"], "-o names the file for --emit N"),
+    "html to /dev/full": ([*ONE, "--format", "html", "-o", "/dev/full"], "not a regular file"),
+    "html to no folder": ([*ONE, "--format", "html", "-o", "no/dir/p.html"], "no such folder"),
     "too many --set": (
         [*ONE, *(a for i in range(MAX_OVERRIDES + 1) for a in ("--set", f"model.x{i}=1"))],
         "bounds.MAX_OVERRIDES",

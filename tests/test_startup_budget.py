@@ -39,6 +39,8 @@ NOT_FOR_A_YAML_FILE = (
     "moe_lint.config.bridge_launch",
     "moe_lint.analysis.memory",  # the memory model: no GPU given
     "moe_lint.output.formats",  # machine formats
+    "moe_lint.output.html",  # the HTML reports: estimate and plan --format html only
+    "moe_lint.output.estimate_html",
     "moe_lint.plan",
     "importlib.metadata",
     "moe_lint.engine.mlm_language",  # Megatron-LM's flags and wording in messages

@@ -24,7 +24,7 @@ from moe_lint.cli.options import (
 from moe_lint.config.forms import NotBridgeConfig
 from moe_lint.config.load import load_file
 from moe_lint.config.memory_settings import memory_settings
-from moe_lint.config.settings import SettingsFinder
+from moe_lint.config.settings import FORMATS, SettingsFinder
 from moe_lint.errors import InputError, UsageError
 from moe_lint.files import STDIN, read_stdin
 from moe_lint.linting import prepare
@@ -33,7 +33,7 @@ from moe_lint.output import text as report
 
 def _cmd_estimate(argv: list[str]) -> int:
     """``moe-lint estimate CONFIG [overrides]``: the memory table of every pipeline stage."""
-    parser = _check_parser()
+    parser = _check_parser((*FORMATS, "html"))
     parser.prog = "moe-lint estimate"
     parser.add_argument("-v", "--verbose", action="store_true", help="show each term's formula")
     ns = parse_command_line(parser, argv, 1)
@@ -43,8 +43,10 @@ def _cmd_estimate(argv: list[str]) -> int:
     from moe_lint.output import estimate as memreport
 
     files, overrides = _split_args(ns)
-    if ns.format not in (None, "text", "json"):
-        raise UsageError(f"estimate writes --format text or json, not {bounded_repr(ns.format)}")
+    if ns.format not in (None, "text", "json", "html"):
+        raise UsageError(
+            f"estimate writes --format text, json or html, not {bounded_repr(ns.format)}"
+        )
     if ns.output is not None:
         # Lazy: only a command that writes a file checks one.
         from moe_lint.output.target import output_target, write_output
@@ -118,7 +120,16 @@ def _cmd_estimate(argv: list[str]) -> int:
         )
         if failing and status == EXIT_OK:
             status = EXIT_FINDINGS
-    if ns.output is not None:  # a file gets what stdout would without colour
+    if ns.format == "html":
+        # Lazy: the HTML report loads only when asked for.
+        from moe_lint.output import estimate_html
+
+        page = estimate_html.page(payload)
+        if ns.output is not None:
+            write_output(ns.output, page)
+        else:
+            sys.stdout.write(page)
+    elif ns.output is not None:  # a file gets what stdout would without colour
         text = memreport.dumps(payload) if ns.format == "json" else report.render_plain(rows)
         write_output(ns.output, text)
     elif ns.format == "json":

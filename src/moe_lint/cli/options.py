@@ -99,7 +99,8 @@ def _commands_epilog() -> str:
     )
 
 
-def _check_parser() -> argparse.ArgumentParser:
+def _check_parser(formats: tuple[str, ...] = FORMATS) -> argparse.ArgumentParser:
+    """check's command line (``formats``: the --format choices; estimate adds html)."""
     p = _Parser(
         prog="moe-lint",
         description="Lint long-context MoE Megatron Bridge configs.",
@@ -143,7 +144,7 @@ def _check_parser() -> argparse.ArgumentParser:
         "--format",
         "--output-format",
         dest="format",
-        choices=FORMATS,
+        choices=formats,
         help="output format (default: text); --output-format as ruff spells it",
     )
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto")

@@ -61,7 +61,9 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
         help="only plans whose central memory estimate fits (no 'may not fit')",
     )
     parser.add_argument("--top", type=int, default=10, help="plans to show (default 10)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "html"), default="text",
+                        help="html: one offline page, throughput against memory headroom "
+                        "(with -o FILE)")  # fmt: skip
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="a rich table on a terminal (auto)")  # fmt: skip
     parser.add_argument("--emit", type=int, metavar="N", help="write plan N as Bridge YAML")
@@ -73,7 +75,8 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
         "run_recipe.py --recipe command with Hydra overrides; or a Megatron-LM launch script "
         "(torchrun pretrain_gpt.py with the architecture and the plan as flags)",
     )
-    parser.add_argument("-o", "--output", help="file for --emit (default: stdout)")
+    parser.add_argument("-o", "--output",
+                        help="file for --emit or --format html (default: stdout)")  # fmt: skip
     ns = parser.parse_args(argv)
     if ns.gpus and ns.nodes is not None:
         raise UsageError("plan takes --gpus or --nodes with --gpus-per-node, not both")
@@ -92,8 +95,8 @@ def plan_options(argv: list[str]) -> tuple[argparse.Namespace, Any]:
     if ns.emit_format != "yaml" and ns.emit is None:
         raise UsageError("--emit-format is the form of --emit N")
     if ns.output is not None:
-        if ns.emit is None:
-            raise UsageError("-o names the file for --emit N")
+        if ns.emit is None and ns.format != "html":
+            raise UsageError("-o names the file for --emit N or --format html")
         # Lazy: only a command that writes a file checks one.
         from moe_lint.output.target import output_target
 
@@ -170,7 +173,19 @@ def _cmd_plan(argv: list[str]) -> int:
 
     shown = result.shown[: ns.top]
     result.shown = shown
-    if ns.format == "json":
+    if ns.format == "html":
+        # Lazy: the HTML report loads only when asked for.
+        from moe_lint.plan import html as plan_html
+
+        page = plan_html.page(result)
+        if ns.output:
+            # Lazy: only a command that writes a file checks one.
+            from moe_lint.output.target import write_output
+
+            write_output(ns.output, page)
+        else:
+            sys.stdout.write(page)
+    elif ns.format == "json":
         sys.stdout.write(plan_report.to_json(result))
     elif _use_color(sys.stdout, ns.color):
         plan_report.to_rich(result, sys.stdout)

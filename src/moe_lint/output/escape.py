@@ -18,6 +18,8 @@ lone surrogates with ``os.fsdecode``).
 - XML (:func:`xml_text`, :func:`xml_attr`): characters XML 1.0 forbids become visible escapes;
   line breaks and other risky characters are character references.
 - URIs (:func:`uri_path`): the file name's bytes, percent-encoded.
+- HTML (:func:`html`): the text escapes, then the five markup characters as references, so a
+  file name such as ``<script>`` is shown, never run; ``##[`` is broken as in XML.
 
 Backslashes are not doubled: the escapes keep reports readable, they are not a reversible
 encoding (JSON and XML are, for every name that is valid Unicode).
@@ -176,6 +178,20 @@ def xml_text(value: str) -> str:
 def xml_attr(value: str) -> str:
     """A double-quoted attribute value, quotes included."""
     return '"' + _xml(value, {'"': "&quot;"}) + '"'
+
+
+#: HTML's markup characters as references (text and double- or single-quoted attributes alike).
+_HTML_REFERENCE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+
+
+def html(value: str) -> str:
+    """HTML element content or a quoted attribute value: no control, bidi or undecodable
+    character (:func:`text`'s visible escapes), no markup from the data, no workflow command
+    when the page goes to a CI log on stdout."""
+    value = text(value)
+    if any(char in value for char in _HTML_REFERENCE):
+        value = _pattern("[&<>\"']").sub(lambda m: _HTML_REFERENCE[m.group()], value)
+    return value.replace(_LEGACY_COMMAND, "#&#35;[")
 
 
 #: RFC 3986 ``pchar`` characters besides unreserved ones, kept as they are in a path.

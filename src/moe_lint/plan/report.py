@@ -6,8 +6,15 @@ import json
 from typing import Any
 
 from moe_lint.plan.perf import Plan
-from moe_lint.plan.run import Result, describe, transport_label, why_better
-from moe_lint.plan.search import DIMENSIONS, Candidate
+from moe_lint.plan.run import (
+    RULES_OF_THUMB,
+    Result,
+    departs_from,
+    describe,
+    transport_label,
+    why_better,
+)
+from moe_lint.plan.search import DIMENSIONS, Candidate, Request
 
 _TERMS = ("compute", "recompute", "tp", "cp", "ep", "pp_p2p", "bubble", "dp", "optimizer")
 
@@ -29,7 +36,9 @@ def _recompute(c: Candidate) -> str:
     return ",".join(c.plan.recompute) or "none"
 
 
-def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
+def plan_json(c: Candidate, rank: int, nxt: Candidate | None, req: Request) -> dict[str, Any]:
+    """One plan of the JSON report (docs/planner.md, *JSON*): the numbers the text and HTML
+    reports show."""
     p, pred = c.plan, c.prediction
     return {
         "rank": rank,
@@ -62,6 +71,7 @@ def plan_json(c: Candidate, rank: int, nxt: Candidate | None) -> dict[str, Any]:
         "model_tflops_per_gpu": pred.model_tflops_per_gpu,
         "breakdown_s": pred.breakdown.as_dict(),
         "beats_next": why_better(c, nxt) if nxt else None,
+        "departs_from_guidance": departs_from(req, p),
     }
 
 
@@ -111,7 +121,7 @@ def _compared_json(result: Result) -> dict[str, Any] | None:
         return None
     return {
         "layout": c.layout,
-        "plan": plan_json(c.candidate, c.rank, None) if c.candidate else None,
+        "plan": plan_json(c.candidate, c.rank, None, result.request) if c.candidate else None,
         "rank": c.rank or None,
         "why_not": c.reason or None,
         "top_is_faster_by": c.why or None,
@@ -137,22 +147,25 @@ def compared_lines(result: Result) -> list[str]:
     return lines
 
 
-def to_json(result: Result) -> str:
+def payload(result: Result) -> dict[str, Any]:
+    """The report as a JSON-ready dict: what ``--format json`` writes and the HTML report
+    draws, so the two cannot disagree."""
     shown = result.shown
     o = result.outcome
-    payload = {
+    return {
         "model": result.base_name,
         "gpu": result.request.gpu,
         "seq": result.request.seq,
         "global_batch_size": result.request.gbs,
         "precision": result.request.precision,
         "plans": [
-            plan_json(c, i + 1, shown[i + 1] if i + 1 < len(shown) else None)
+            plan_json(c, i + 1, shown[i + 1] if i + 1 < len(shown) else None, result.request)
             for i, c in enumerate(shown)
         ],
         "dropped_by_lint": [{"layout": c.plan.key(), "code": code} for c, code in result.dropped],
         "pruned": pruned_lines(result),
         "departures_from_guidance": result.priors,
+        "rules_of_thumb": dict(RULES_OF_THUMB),
         "compared": _compared_json(result),
         "search": {
             "layouts": o.visited,
@@ -162,7 +175,10 @@ def to_json(result: Result) -> str:
             "seconds": round(o.seconds, 3),
         },
     }
-    return json.dumps(payload, indent=2) + "\n"
+
+
+def to_json(result: Result) -> str:
+    return json.dumps(payload(result), indent=2) + "\n"
 
 
 def to_text(result: Result) -> str:
@@ -306,4 +322,4 @@ def to_rich(result: Result, stream: Any) -> None:
         console.print(Text(line))
 
 
-__all__ = ["to_json", "to_rich", "to_text"]
+__all__ = ["payload", "to_json", "to_rich", "to_text"]

@@ -449,14 +449,41 @@ def describe(p: Plan) -> str:
     )
 
 
+#: The seed's rules of thumb (docs/domain/00-seed.txt, "CP Sizing Rules Of Thumb") that a plan
+#: is checked against, by the key a plan's JSON lists (``departs_from_guidance``) and the HTML
+#: report marks; :func:`departures` explains the top plan's.
+RULES_OF_THUMB = {
+    "cp": "CP ≈ seq/4096, rounded to a power of two",
+    "dp": "keep DP alive (DP > 1)",
+    "nvlink": "TP and ETP·EP inside one NVLink domain",
+    "full-recompute": "selective recompute before full recompute",
+    "offload": "optimizer CPU offload only as extra memory help",
+}
+
+
+def departs_from(req: Request, p: Plan) -> list[str]:
+    """The keys of :data:`RULES_OF_THUMB` that plan ``p`` departs from (a CP the user fixed
+    with ``--set cp=`` is the user's choice, not the ranking's, and is not counted)."""
+    dom = req.hardware.domain
+    tests = {
+        "cp": p.cp != seed_cp(req.seq) and "cp" not in req.fixed,
+        "dp": p.dp == 1,
+        "nvlink": p.tp > dom or p.ep * p.etp > dom,
+        "full-recompute": "full" in p.recompute,
+        "offload": bool(p.offload),
+    }
+    return [key for key in RULES_OF_THUMB if tests[key]]
+
+
 def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[str]:
     """Where the top plan departs from the seed's rules of thumb, and why."""
     if not shown:
         return []
     top = shown[0].plan
+    departed = departs_from(req, top)
     out: list[str] = []
     cp0 = seed_cp(req.seq)
-    if top.cp != cp0 and "cp" not in req.fixed:
+    if "cp" in departed:
         cand, reason = best_for(req, {"cp": cp0}, top.world, defaults=False)
         if cand is None:
             out.append(f"CP {top.cp}, not the guidance's seq/4096 → {cp0}: at CP {cp0}, {reason}")
@@ -466,20 +493,19 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
                 f"({describe(cand.plan)}) makes {cand.prediction.tokens_per_s_per_gpu:.0f} "
                 f"tokens/s/GPU; the top plan {why_better(shown[0], cand)}"
             )
-    if top.dp == 1 and any(c.plan.dp > 1 for c in outcome.kept):
+    if "dp" in departed and any(c.plan.dp > 1 for c in outcome.kept):
         out.append(
             "DP is 1 (the guidance says keep DP alive): the kept plans with DP > 1 are "
             "predicted slower"
         )
-    dom = req.hardware.domain
-    if top.tp > dom or top.ep * top.etp > dom:
+    if "nvlink" in departed:
         out.append(
-            f"TP {top.tp} / ETP·EP {top.ep * top.etp} leave the NVLink domain of {dom}: "
-            "predicted faster despite the exposed scale-out all-to-all"
+            f"TP {top.tp} / ETP·EP {top.ep * top.etp} leave the NVLink domain of "
+            f"{req.hardware.domain}: predicted faster despite the exposed scale-out all-to-all"
         )
-    if "full" in top.recompute or top.offload:
+    if "full-recompute" in departed or "offload" in departed:
         rungs = fitting_rungs(req, top)
-        if "full" in top.recompute:
+        if "full-recompute" in departed:
             selective = [r for r in rungs if "full" not in r[0]]
             out.append(
                 "full recompute (the guidance says selective first): "
@@ -487,7 +513,7 @@ def departures(req: Request, shown: list[Candidate], outcome: Outcome) -> list[s
                    "predicted faster than the selective sets that fit "
                    f"({', '.join(_rung_text(r) for r in selective[:2])})")
             )  # fmt: skip
-        if top.offload:
+        if "offload" in departed:
             kept_on = [r for r in rungs if r[1] == 0]
             out.append(
                 f"optimizer CPU offload {top.offload:g}: "
@@ -532,9 +558,11 @@ def _term(name: str) -> str:
 __all__ = [
     "DISPATCHERS",
     "PRECISIONS",
+    "RULES_OF_THUMB",
     "Options",
     "Result",
     "build",
+    "departs_from",
     "plan_values",
     "run",
     "seed_cp",
