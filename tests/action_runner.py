@@ -479,3 +479,13 @@ def write_fakes(folder: Path, pip: bool = True, moe_lint: bool = True) -> Path:
     for path in folder.iterdir():
         path.chmod(0o755)
     return folder
+
+
+def gitlab_variables(variables: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """A GitLab job's ``variables:``, each value's ``$VAR`` / ``${VAR}`` expanded from ``env``
+    (the CI/CD variables) as GitLab expands them."""
+
+    def expand(text: str) -> str:
+        return re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), ""), text)
+
+    return {name: expand(str(value)) for name, value in variables.items()}

@@ -28,7 +28,15 @@ import jsonschema
 import pytest
 import yaml
 
-from action_runner import ActionRun, CompositeAction, _Parser, expressions, runner_env, write_fakes
+from action_runner import (
+    ActionRun,
+    CompositeAction,
+    _Parser,
+    expressions,
+    gitlab_variables,
+    runner_env,
+    write_fakes,
+)
 from conftest import DATA, DUMPS, REPO, run_main
 from moe_lint.ci import SCRIPTS
 from moe_lint.ci.comment import MARKER, MAX_BODY, Estimated, find_comment, post, render
@@ -597,11 +605,6 @@ def test_gitlab_template_structure() -> None:
         assert name == "MOE_LINT_PIP" or re.search(rf"\b{name}\b", read), name
 
 
-def _expand(text: str, env: dict[str, str]) -> str:
-    """GitLab's expansion of ``$VAR`` / ``${VAR}`` in a variable's value."""
-    return re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), ""), text)
-
-
 def test_gitlab_job_runs_on_a_merge_request(world: World) -> None:
     """The template's script, line by line in one bash as GitLab's runner does, with the job's
     variables (MOE_LINT_GIT from the project's CI/CD settings, the cluster as the user's
@@ -615,7 +618,7 @@ def test_gitlab_job_runs_on_a_merge_request(world: World) -> None:
     }
     variables = {**job["variables"], "MOE_LINT_GPUS": "64", "MOE_LINT_GPU": "h100"}
     env = world.env(**ci)
-    env.update({k: _expand(str(v), env) for k, v in variables.items()})
+    env.update(gitlab_variables(variables, env))
     env.pop("RUNNER_TEMP")
     env["TMPDIR"] = str(world.tmp / "gitlab-tmp")
     Path(env["TMPDIR"]).mkdir(exist_ok=True)
