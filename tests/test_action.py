@@ -660,3 +660,29 @@ def test_scripts_pass_shellcheck() -> None:
         ["shellcheck", "-x", *scripts], cwd=SCRIPTS, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout
+
+
+def test_nothing_to_lint_passes_and_adds_no_comment(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull request that changes no config: the lint step passes with no SARIF log, and the
+    comment step only refreshes a comment that exists (--update-only), creating none."""
+    empty = tmp_path / "files"
+    empty.write_bytes(b"")
+    outputs = tmp_path / "outputs"
+    proc = _script(world, "github-lint.sh", MOE_LINT_LIST=str(empty), GITHUB_OUTPUT=str(outputs))
+    assert proc.returncode == 0, proc.stderr
+    assert outputs.read_text("utf-8").splitlines()[:2] == ["exit-code=0", "sarif="]
+    body = tmp_path / "body.md"
+    body.write_text(MARKER + "\nno configs\n", encoding="utf-8")
+    state, log = tmp_path / "state.json", tmp_path / "gh.log"
+    monkeypatch.setenv("FAKE_GH_STATE", str(state))
+    monkeypatch.setenv("FAKE_GH_LOG", str(log))
+    monkeypatch.setenv("GH_TOKEN", "t")
+    gh = str(world.bin / "gh")
+    state.write_text(json.dumps([{"id": 5, "body": "unrelated"}]), encoding="utf-8")
+    assert post(body, "octo/configs", "7", gh, create=False) == 0
+    assert json.loads(state.read_text("utf-8")) == [{"id": 5, "body": "unrelated"}]
+    state.write_text(json.dumps([{"id": 6, "body": MARKER + "\nold"}]), encoding="utf-8")
+    assert post(body, "octo/configs", "7", gh, create=False) == 0
+    assert json.loads(state.read_text("utf-8")) == [{"id": 6, "body": MARKER + "\nno configs\n"}]

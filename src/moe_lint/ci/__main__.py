@@ -2,7 +2,8 @@
 
 - ``comment --files-from LIST [--summary FILE] [--output FILE] -- ESTIMATE-OPTIONS``: render the
   pull-request comment (:mod:`moe_lint.ci.comment`)
-- ``post-comment --repo OWNER/NAME --pr N BODY``: create or update that comment with ``gh api``
+- ``post-comment --repo OWNER/NAME --pr N [--update-only] BODY``: create or update that
+  comment with ``gh api``
 - ``gitlab``: the GitLab job (``gitlab.sh`` of the installed package: an included template has
   no checkout of moe-lint to run it from)
 
@@ -33,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     posting.add_argument("--repo", required=True, help="owner/name")
     posting.add_argument("--pr", required=True, help="the pull request's number")
     posting.add_argument("--gh", default="gh", help="the GitHub CLI to run")
+    posting.add_argument(
+        "--update-only", action="store_true", help="update the comment, create none"
+    )
     posting.add_argument("body", help="the comment body (Markdown)")
     sub.add_parser("gitlab", help="run the GitLab job's script")
     return parser
@@ -59,8 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stdout.write(body)
             return 0
         if ns.command == "post-comment":
-            return post(Path(ns.body), ns.repo, ns.pr, ns.gh)
-        return subprocess.call(["bash", str(script("gitlab.sh")), *options])
+            return post(Path(ns.body), ns.repo, ns.pr, ns.gh, not ns.update_only)
+        return subprocess.call(["bash", str(script("gitlab.sh"))])
     except UsageError as exc:
         print(f"moe-lint: error: {exc}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@
 #   MOE_LINT_CHANGED_ONLY  false: every matching file even on a pull request (default true)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 source "$here/common.sh"
 
 out="${1:-$(moe_lint_tmp)/files}"
@@ -33,7 +33,10 @@ fi
 if [[ -n "$base" ]]; then
 	if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
 		# actions/checkout fetches one commit by default: fetch the base too.
-		git fetch --quiet --no-tags --depth=1 origin "$base"
+		if ! git fetch --quiet --no-tags --depth=1 origin "$base"; then
+			echo "moe-lint: cannot fetch the base commit $base (check out with fetch-depth: 0)" >&2
+			exit 2
+		fi
 	fi
 	if git merge-base "$base" HEAD >/dev/null 2>&1; then
 		range=("$base...HEAD")

@@ -217,9 +217,11 @@ def _warn(message: str) -> None:
     print(f"::warning title=moe-lint::{escape.github_data(message)}")
 
 
-def post(body_file: Path, repo: str, pr: str, gh: str = "gh") -> int:
+def post(body_file: Path, repo: str, pr: str, gh: str = "gh", create: bool = True) -> int:
     """Create the pull request's moe-lint comment, or update it when one exists (by
-    :data:`MARKER`). The API paths are built from ``repo`` and ``pr``, so both are checked."""
+    :data:`MARKER`); with ``create`` false only update one (a push that changes no config
+    says so in an existing comment, and adds none). The API paths are built from ``repo`` and
+    ``pr``, so both are checked."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
         raise UsageError(f"--repo must be owner/name, not {repo!r}")
     if not re.fullmatch(r"[0-9]+", pr):
@@ -234,6 +236,9 @@ def post(body_file: Path, repo: str, pr: str, gh: str = "gh") -> int:
         _warn(f"could not list the pull request's comments: {listed.stderr.strip()[:300]}")
         return 0
     found = find_comment(listed.stdout)
+    if found is None and not create:
+        print("moe-lint: no config to lint and no comment to update: no comment posted")
+        return 0
     request = body_file.with_suffix(".json")
     request.write_text(
         json.dumps({"body": body_file.read_text(encoding="utf-8")}), encoding="utf-8"

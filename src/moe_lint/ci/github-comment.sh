@@ -11,7 +11,7 @@
 #   and common.sh's MOE_LINT_GPUS, MOE_LINT_GPU, MOE_LINT_ARGS
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 source "$here/common.sh"
 
 dir="$(moe_lint_tmp)"
@@ -23,4 +23,9 @@ if [[ -z "${MOE_LINT_PR:-}" ]]; then
 	echo "moe-lint: not a pull request: no comment posted"
 	exit 0
 fi
-python -m moe_lint.ci post-comment --repo "${GITHUB_REPOSITORY:?}" --pr "$MOE_LINT_PR" "$body"
+update=()
+if [[ ! -s "$MOE_LINT_LIST" ]]; then
+	update=(--update-only) # nothing linted: refresh an existing comment, add no new one
+fi
+python -m moe_lint.ci post-comment --repo "${GITHUB_REPOSITORY:?}" --pr "$MOE_LINT_PR" \
+	"${update[@]}" "$body"

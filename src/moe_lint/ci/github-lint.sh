@@ -11,7 +11,7 @@
 #   and common.sh's MOE_LINT_GPUS, MOE_LINT_GPU, MOE_LINT_ARGS
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 source "$here/common.sh"
 
 dir="$(moe_lint_tmp)"

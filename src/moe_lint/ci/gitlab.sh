@@ -10,7 +10,7 @@
 #   MOE_LINT_GPU, MOE_LINT_ARGS
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=SCRIPTDIR/common.sh
 source "$here/common.sh"
 
 report="${MOE_LINT_REPORT:-gl-code-quality-report.json}"
