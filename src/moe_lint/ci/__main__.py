@@ -24,7 +24,11 @@ from moe_lint.errors import UsageError
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m moe_lint.ci", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m moe_lint.ci",
+        description="The CI steps that need Python: the pull-request comment of the GitHub "
+        "Action, and the GitLab job (src/moe_lint/ci/, docs/ci.md).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     comment = sub.add_parser("comment", help="render the pull-request comment")
     comment.add_argument("--files-from", required=True, help="NUL-separated file list")
