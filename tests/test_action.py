@@ -686,3 +686,9 @@ def test_nothing_to_lint_passes_and_adds_no_comment(
     state.write_text(json.dumps([{"id": 6, "body": MARKER + "\nold"}]), encoding="utf-8")
     assert post(body, "octo/configs", "7", gh, create=False) == 0
     assert json.loads(state.read_text("utf-8")) == [{"id": 6, "body": MARKER + "\nno configs\n"}]
+
+
+def test_an_unreachable_base_is_one_clear_line(world: World, tmp_path: Path) -> None:
+    proc = _script(world, "changed-files.sh", MOE_LINT_BASE="0" * 40)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("moe-lint: cannot fetch the base")

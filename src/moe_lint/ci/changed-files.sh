@@ -34,7 +34,8 @@ if [[ -n "$base" ]]; then
 	if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
 		# actions/checkout fetches one commit by default: fetch the base too.
 		if ! git fetch --quiet --no-tags --depth=1 origin "$base"; then
-			echo "moe-lint: cannot fetch the base commit $base (check out with fetch-depth: 0)" >&2
+			echo "moe-lint: cannot fetch the base commit $base: clone more history" \
+				"(actions/checkout fetch-depth: 0; GitLab GIT_DEPTH: 0)" >&2
 			exit 2
 		fi
 	fi
