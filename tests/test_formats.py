@@ -189,13 +189,22 @@ def test_baseline_fails_only_on_new(capsys: pytest.CaptureFixture[str], workdir:
 
 
 def test_ci_example_files_parse() -> None:
+    """The examples use this repository's action and GitLab template, which upload SARIF and
+    publish the Code Quality report (both run for real in tests/test_action.py)."""
     workflow = yaml.safe_load((REPO / "examples" / "ci" / "github-workflow.yml").read_text())
     steps = workflow["jobs"]["lint-configs"]["steps"]
-    assert any("--format sarif" in s.get("run", "") for s in steps)
-    assert any(s.get("uses", "").startswith("github/codeql-action/upload-sarif") for s in steps)
+    assert any(s.get("uses", "").startswith("your-org/moe-lint@") for s in steps)
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    action_steps = action["runs"]["steps"]
+    assert any("github-lint.sh" in s.get("run", "") for s in action_steps)
+    assert any(
+        s.get("uses", "").startswith("github/codeql-action/upload-sarif") for s in action_steps
+    )
     gitlab = yaml.safe_load((REPO / "examples" / "ci" / "gitlab-ci.yml").read_text())
+    (include,) = gitlab["include"]
+    template = yaml.safe_load((REPO / include["file"].lstrip("/")).read_text())
     assert (
-        gitlab["moe-lint"]["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
+        template["moe-lint"]["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
     )
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert {h["id"] for h in hooks} == {"moe-lint", "moe-lint-fix"}

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from action_runner import CompositeAction, gitlab_variables, runner_env, write_fakes
 from conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -292,13 +293,20 @@ def test_ci_page_shows_the_example_files(name: str) -> None:
     assert _shown(name) == yaml.safe_load((CI_EXAMPLES / name).read_text(encoding="utf-8"))
 
 
-def _workspace(root: Path, *configs: str) -> Path:
+def _pull_request(root: Path, env: dict[str, str]) -> tuple[Path, str]:
+    """A repository of configs whose base commit holds a good config and whose head adds a
+    broken one: (the work tree, the base commit)."""
     work = root / "workspace"
     (work / "configs").mkdir(parents=True)
-    for name in configs:
-        source = "dsv3_128k_h100.yaml" if name == "good" else "dsv3_128k_h100_broken.yaml"
-        shutil.copy(EXAMPLES / source, work / "configs" / f"{name}.yaml")
-    return work
+    shutil.copy(EXAMPLES / "dsv3_128k_h100.yaml", work / "configs" / "good.yaml")
+    for step in ("git init -q -b main", "git add -A", "git commit -q -m base"):
+        subprocess.run(step.split(), cwd=work, env=env, check=True, capture_output=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    shutil.copy(EXAMPLES / "dsv3_128k_h100_broken.yaml", work / "configs" / "bad.yaml")
+    for step in ("git add -A", "git commit -q -m head"):
+        subprocess.run(step.split(), cwd=work, env=env, check=True, capture_output=True)
+    return work, base
 
 
 def _github_steps(workflow: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -307,48 +315,80 @@ def _github_steps(workflow: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def test_github_workflow_runs_as_written(installed: Machine, tmp_path: Path) -> None:
-    """examples/ci/github-workflow.yml, step by step as a runner would: the second checkout
-    (moe-lint, at COMMIT) is a clone of the source at that commit, `run:` steps run in bash,
-    the upload step gets the SARIF file. A broken config fails the gate, not the annotations."""
+    """examples/ci/github-workflow.yml on a pull request that adds a broken config, as a runner
+    runs it: the checkout is the configs repository, and `uses: your-org/moe-lint@COMMIT` is
+    this repository's action.yml at that commit (a clone of the source), run step by step by
+    tests/action_runner.py, its install step for real (pip installs the clone into the fresh
+    venv). setup-python, upload-sarif and gh are fakes. Only the changed config is linted, and
+    it fails the job after the SARIF upload and the comment."""
     workflow = yaml.safe_load((CI_EXAMPLES / "github-workflow.yml").read_text("utf-8"))
-    work = _workspace(tmp_path, "good", "bad")
-    summary = tmp_path / "summary.md"
-    results = []
-    for step in _github_steps(workflow):
-        uses, with_ = step.get("uses", ""), step.get("with", {})
-        if uses.startswith("actions/checkout") and "repository" in with_:
-            assert with_["ref"] == COMMIT_PLACEHOLDER
-            target = work / with_["path"]
-            subprocess.run(["git", "clone", "-q", str(installed.source), str(target)],
-                           check=True, env=installed.env)  # fmt: skip
-            subprocess.run(["git", "checkout", "-q", installed.commit], cwd=target, check=True)
-        elif uses.startswith("github/codeql-action/upload-sarif"):
-            assert step.get("if") == "always()"
-            sarif = json.loads((work / with_["sarif_file"]).read_text(encoding="utf-8"))
-            results.append(("upload", {r["ruleId"] for r in sarif["runs"][0]["results"]}))
-        elif "run" in step:
-            proc = installed.run(step["run"], work, GITHUB_STEP_SUMMARY=str(summary))
-            results.append((step["run"], proc.returncode))
-        else:
-            assert uses.startswith(("actions/checkout", "actions/setup-python")), uses
-    assert [code for _, code in results[:-1]] == [0, 0, 1], results
-    assert "PAR001" in results[-1][1]
-    assert "PAR001" in summary.read_text(encoding="utf-8")
-    (work / "configs" / "bad.yaml").unlink()
-    gate = [s["run"] for s in _github_steps(workflow) if "--format sarif" in s.get("run", "")]
-    assert [installed.run(command, work).returncode for command in gate] == [0]
+    checkout, step = _github_steps(workflow)
+    assert checkout == {"uses": "actions/checkout@v4"}
+    assert step["uses"] == f"your-org/moe-lint@{COMMIT_PLACEHOLDER}"
+    action = tmp_path / "action"
+    subprocess.run(["git", "clone", "-q", str(installed.source), str(action)],
+                   check=True, env=installed.env)  # fmt: skip
+    subprocess.run(["git", "checkout", "-q", installed.commit], cwd=action, check=True)
+    work, base = _pull_request(tmp_path, installed.env)
+    fakes = write_fakes(tmp_path / "fakes", pip=False, moe_lint=False)
+    (tmp_path / "runner-temp").mkdir()
+    env = runner_env(
+        installed.env,
+        PATH=f"{fakes}{os.pathsep}{installed.env['PATH']}",
+        RUNNER_TEMP=str(tmp_path / "runner-temp"),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_REPOSITORY="your-org/configs",
+        FAKE_GH_LOG=str(tmp_path / "gh.log"),
+        FAKE_GH_STATE=str(tmp_path / "comments.json"),
+    )
+    github = {"event_name": "pull_request", "token": "ghs_fake", "repository": "your-org/configs",
+              "event": {"pull_request": {"number": 3, "base": {"sha": base}}}}  # fmt: skip
+    uploaded: list[set[str]] = []
+
+    def upload(uses: str, with_: dict[str, str], env: dict[str, str]) -> int:
+        sarif = json.loads(Path(with_["sarif_file"]).read_text(encoding="utf-8"))
+        uploaded.append({r["ruleId"] for r in sarif["runs"][0]["results"]})
+        return 0
+
+    inputs = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step["with"].items()}
+    run = CompositeAction(action).run(
+        inputs, work, env, github,
+        {"actions/setup-python": lambda *_: 0, "github/codeql-action/upload-sarif": upload},
+    )  # fmt: skip
+    assert run.step("Install moe-lint").outcome == "success", run.step("Install moe-lint").stderr
+    assert run.failed and run.outputs["exit-code"] == "1", run.stdout
+    assert run.outputs["files"] == "1"
+    lint = run.step("lint").stdout
+    assert "::error file=configs/bad.yaml," in lint and "good.yaml" not in lint
+    assert len(uploaded) == 1 and "PAR001" in uploaded[0]
+    assert "PAR001" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    (comment,) = json.loads((tmp_path / "comments.json").read_text(encoding="utf-8"))
+    body = comment["body"]
+    assert body.startswith("<!-- moe-lint -->") and "#### configs/bad.yaml" in body
 
 
 def test_gitlab_job_runs_as_written(installed: Machine, tmp_path: Path) -> None:
-    """examples/ci/gitlab-ci.yml's script, with MOE_LINT_GIT the git URL of the source at the
-    commit: it installs moe-lint and writes both reports."""
-    job = yaml.safe_load((CI_EXAMPLES / "gitlab-ci.yml").read_text("utf-8"))["moe-lint"]
-    work = _workspace(tmp_path, "good")
-    url = f"{installed.source.as_uri()}@{installed.commit}"
-    for command in job["script"]:
-        proc = installed.run(command, work, MOE_LINT_GIT=url)
-        assert proc.returncode == 0, (command, proc.stdout + proc.stderr)
-    reports = job["artifacts"]["reports"]
-    quality = json.loads((work / reports["codequality"]).read_text(encoding="utf-8"))
-    assert quality and {entry["check_name"] for entry in quality} >= {"PAR004"}
-    assert "<testsuite" in (work / reports["junit"]).read_text(encoding="utf-8")
+    """examples/ci/gitlab-ci.yml includes this repository's template; its job, with the
+    example's variables over the template's and MOE_LINT_GIT the git URL of the source at the
+    commit, runs its script on a merge request that adds a broken config: it installs moe-lint,
+    writes the Code Quality report of the changed config only and fails on its errors."""
+    example = yaml.safe_load((CI_EXAMPLES / "gitlab-ci.yml").read_text("utf-8"))
+    (include,) = example["include"]
+    assert include["ref"] == COMMIT_PLACEHOLDER
+    template = yaml.safe_load((REPO / include["file"].lstrip("/")).read_text(encoding="utf-8"))
+    job = template["moe-lint"]
+    work, base = _pull_request(tmp_path, installed.env)
+    env = {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
+        "MOE_LINT_GIT": f"{installed.source.as_uri()}@{installed.commit}",
+    }
+    env.update(gitlab_variables({**job["variables"], **example["moe-lint"]["variables"]}, env))
+    proc = installed.run("\n".join(job["script"]), work, **env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "configs/bad.yaml:" in proc.stdout and "good.yaml" not in proc.stdout
+    report = work / job["artifacts"]["reports"]["codequality"]
+    quality = json.loads(report.read_text(encoding="utf-8"))
+    assert {entry["location"]["path"] for entry in quality} == {"configs/bad.yaml"}
+    assert "PAR001" in {entry["check_name"] for entry in quality}

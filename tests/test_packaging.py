@@ -70,6 +70,8 @@ def test_wheel_contains_and_uses_rules(tmp_path: Path) -> None:
     generated = zipfile.ZipFile(wheel).read("moe_lint/engine/_compiled_rules.py").decode()
     assert generated == (REPO / "src" / "moe_lint" / "engine" / "_compiled_rules.py").read_text()
     assert "moe_lint/data/bridge_classes.json" in names
+    # The CI step scripts: the GitLab template runs them from the installed package.
+    assert {"moe_lint/ci/gitlab.sh", "moe_lint/ci/changed-files.sh"} <= set(names)
     target = tmp_path / "site"
     subprocess.run(
         [
