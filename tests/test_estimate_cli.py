@@ -130,6 +130,9 @@ def test_a_gpu_without_memory_data_is_named_not_called_missing(
     assert out.splitlines()[0].endswith(
         "(vr200-nvl72: its memory is not in moe-lint's GPU table, no verdict)"
     )
+    # and the verdict line does not ask for the --gpu that was given
+    assert "pass --gpu" not in out
+    assert "(no verdict: vr200-nvl72's memory is not in moe-lint's GPU table)" in out
 
 
 def test_estimate_honours_output_and_refuses_other_formats(

@@ -172,7 +172,8 @@ def text_rows(
             [
                 (
                     f"Worst stage {est.worst.stage}: device total {est.worst.total_gib:.1f} GiB "
-                    "(pass --gpu for a verdict)",
+                    + (f"(no verdict: {gpu}'s memory is not in moe-lint's GPU table)" if gpu
+                       else "(pass --gpu for a verdict)"),  # fmt: skip
                     None,
                 )
             ]
