@@ -169,25 +169,30 @@ def _change(
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _offset(text: str, position: types.Position) -> int:
-    """A client position (UTF-16 units, as VS Code counts) as an index into ``text``."""
+def _units(char: str, encoding: str) -> int:
+    """Code units of one character: UTF-16 (VS Code's) or UTF-8 (Neovim's)."""
+    return len(char.encode("utf-8")) if encoding == "utf-8" else 2 if ord(char) > 0xFFFF else 1
+
+
+def _offset(text: str, position: types.Position, encoding: str = "utf-16") -> int:
+    """A client position (in ``encoding``'s units) as an index into ``text``."""
     lines = _LINE.findall(text)
     start = sum(len(line) for line in lines[: position.line])
     line = lines[position.line] if position.line < len(lines) else ""
     units = index = 0
     while index < len(line) and units < position.character:
-        units += 2 if ord(line[index]) > 0xFFFF else 1
+        units += _units(line[index], encoding)
         index += 1
     return start + index
 
 
-def _apply(text: str, edit: types.WorkspaceEdit | None) -> str:
+def _apply(text: str, edit: types.WorkspaceEdit | None, encoding: str = "utf-16") -> str:
     """What the editor's buffer holds after applying a code action's edit."""
     assert edit is not None and edit.document_changes
     (document_edit,) = edit.document_changes
     assert isinstance(document_edit, types.TextDocumentEdit)
     spans = [
-        (_offset(text, e.range.start), _offset(text, e.range.end), e.new_text)
+        (_offset(text, e.range.start, encoding), _offset(text, e.range.end, encoding), e.new_text)
         for e in document_edit.edits
         if isinstance(e, types.TextEdit)
     ]
@@ -646,7 +651,8 @@ def test_without_pygls_the_command_says_what_to_install(
 
 def test_text_edits_in_utf16_and_crlf() -> None:
     """The edits a code action sends, in the client's units: a character outside the BMP
-    counts two UTF-16 units, CRLF and CR end lines, and applying the edits gives the text."""
+    counts two UTF-16 units (four UTF-8 ones, for a client that chose UTF-8), CRLF and CR end
+    lines, and applying the edits gives the text."""
     from pygls.workspace import PositionCodec
 
     from moe_lint.server.protocol import _Lines, text_edits
@@ -658,15 +664,21 @@ def test_text_edits_in_utf16_and_crlf() -> None:
         ("a: 1\nb: 2\n", "z: 0\na: 1\nb: 9\n"),
         ("same\n", "same\n"),
     ]
-    for before, after in cases:
-        edits = text_edits(before, after, _Lines(before, PositionCodec()))
-        document = types.TextDocumentEdit(
-            types.OptionalVersionedTextDocumentIdentifier(uri="file:///x", version=1), edits
-        )
-        assert _apply(before, types.WorkspaceEdit(document_changes=[document])) == after
-        assert (before == after) == (edits == [])
-    (edit,) = text_edits(cases[0][0], cases[0][1], _Lines(cases[0][0], PositionCodec()))
-    assert (edit.range.start.line, edit.range.start.character, edit.new_text) == (1, 8, "7")
+    for encoding in ("utf-16", "utf-8"):
+        codec = PositionCodec(types.PositionEncodingKind(encoding))
+        for before, after in cases:
+            edits = text_edits(before, after, _Lines(before, codec))
+            document = types.TextDocumentEdit(
+                types.OptionalVersionedTextDocumentIdentifier(uri="file:///x", version=1), edits
+            )
+            edit = types.WorkspaceEdit(document_changes=[document])
+            assert _apply(before, edit, encoding) == after, (encoding, before)
+            assert (before == after) == (edits == [])
+        (edit,) = text_edits(cases[0][0], cases[0][1], _Lines(cases[0][0], codec))
+        column = {"utf-16": 8, "utf-8": 10}[encoding]  # "  a: " + the emoji + " "
+        assert (edit.range.start.line, edit.range.start.character, edit.new_text) == (
+            1, column, "7"
+        )  # fmt: skip
 
 
 @pytest.mark.slow
