@@ -40,6 +40,7 @@ DEBOUNCE_S = 0.1
 SHOW_ESTIMATE = "moe-lint.showEstimate"
 #: The code action kind of "fix everything that is safe" (``moe-lint check --fix``).
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.moe-lint"
+FIX_ALL_TITLE = "moe-lint: fix all safe findings (moe-lint --fix)"
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -435,12 +436,21 @@ def create_server() -> MoeLintServer:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
         ),
     )
     @_guard(list)
     def code_action(ls: MoeLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return _code_actions(ls, params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    def code_action_resolve(ls: MoeLintServer, params: types.CodeAction) -> types.CodeAction:
+        try:
+            if params.kind is not None and _kind(params.kind) == FIX_ALL:
+                return _resolve_fix_all(ls, params)
+        except Exception as exc:  # a bug: the action comes back as it went, without an edit
+            _log(ls, f"moe-lint: internal error in codeAction/resolve: {exc!r}")
+        return params
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @_guard(lambda: None)
@@ -523,17 +533,40 @@ def _code_actions(server: MoeLintServer, params: types.CodeActionParams) -> list
     if _wants(only, FIX_ALL) and any(
         f.applicability == "safe" and f.edits for f in outcome.all_findings
     ):
-        if entry.fixed_all is None:
-            entry.fixed_all = server.linter.fix_all(outcome)
-        if entry.fixed_all != outcome.text:
-            actions.append(
-                types.CodeAction(
-                    title="moe-lint: fix all safe findings (moe-lint --fix)",
-                    kind=FIX_ALL,
-                    edit=_workspace_edit(server, uri, entry.version, outcome.text, entry.fixed_all),
-                )
-            )
+        action = types.CodeAction(
+            title=FIX_ALL_TITLE, kind=FIX_ALL, data={"uri": uri, "version": entry.version}
+        )
+        resolve = bool(
+            code_action_caps
+            and code_action_caps.resolve_support
+            and "edit" in code_action_caps.resolve_support.properties
+        )
+        if entry.fixed_all is not None or not resolve:
+            action = _resolve_fix_all(server, action)  # else when chosen: it re-lints
+        if action.edit is not None or entry.fixed_all is None:
+            actions.append(action)
     return actions
+
+
+def _resolve_fix_all(server: MoeLintServer, action: types.CodeAction) -> types.CodeAction:
+    """ "Fix all" with its edit: the fix loop's text, computed once per version (it re-lints
+    the text once per pass, so a client that can resolve an action's edit later gets it only
+    when the action is chosen, not on every cursor move). No edit when the document changed
+    since the action was offered, or when no fix applies."""
+    data = action.data if isinstance(action.data, dict) else {}
+    uri = data.get("uri")
+    if not isinstance(uri, str) or uri not in server.workspace.text_documents:
+        return action
+    entry = _current(server, uri)
+    if entry.version != data.get("version"):
+        return action
+    if entry.fixed_all is None:
+        entry.fixed_all = server.linter.fix_all(entry.outcome)
+    if entry.fixed_all != entry.outcome.text:
+        action.edit = _workspace_edit(
+            server, uri, entry.version, entry.outcome.text, entry.fixed_all
+        )
+    return action
 
 
 def _hover(server: MoeLintServer, params: types.HoverParams) -> types.Hover | None:
