@@ -40,13 +40,7 @@ from moe_lint.config.settings import (
     load_pyproject,
 )
 from moe_lint.engine.catalogue import Catalogue, Rule, load_catalogue, shipped_catalogue
-from moe_lint.engine.findings import (
-    INPUT_ERROR_CODE,
-    SEVERITY_RANK,
-    Finding,
-    InputProblem,
-    docs_url,
-)
+from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem, docs_url
 from moe_lint.errors import InputError, RulePackError, UsageError
 from moe_lint.linting import (
     as_input_error,
@@ -553,5 +547,5 @@ def _value_at(data: Mapping[str, Any], path: ConfigPath) -> Any:
 
 
 __all__ = [
-    "INPUT_ERROR_CODE", "Linter", "Options", "Outcome", "StageLine", "key_at", "parse_options",
+    "Linter", "Options", "Outcome", "StageLine", "key_at", "parse_options",
 ]  # fmt: skip
