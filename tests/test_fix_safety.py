@@ -165,7 +165,7 @@ def test_fix_on_clean_file_does_not_relint(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--fix on a file with nothing to fix lints it once, like a plain run: no re-lint."""
-    import moe_lint.cli.check
+    import moe_lint.linting
     from moe_lint.linting import lint_text as real
 
     calls: list[str] = []
@@ -174,8 +174,8 @@ def test_fix_on_clean_file_does_not_relint(
         calls.append("lint_text")
         return real(*args, **kwargs)
 
-    # The CLI's fix loop calls the lint_text it imported (moe_lint.cli.check.lint_text).
-    monkeypatch.setattr(moe_lint.cli.check, "lint_text", counting)
+    # The CLI's fix loop re-lints through linting.relint_for_fix, which calls linting.lint_text.
+    monkeypatch.setattr(moe_lint.linting, "lint_text", counting)
     path = tmp_path / "good.yaml"
     path.write_text((REPO / "examples" / "dsv3_128k_h100.yaml").read_text())
     code, _, err = run_main(capsys, str(path), "--fix")

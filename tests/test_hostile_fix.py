@@ -209,15 +209,15 @@ def test_diff_on_read_only_file_still_shows_the_fix(tmp_path: Path) -> None:
 
 def _during_relint(monkeypatch: pytest.MonkeyPatch, action: Any) -> None:
     """Run ``action`` when --fix re-lints the fixed text, i.e. after the file was read."""
-    import moe_lint.cli.check
+    import moe_lint.linting
     from moe_lint.linting import lint_text as real
 
     def relint(*args: Any, **kwargs: Any) -> Any:
         action()
         return real(*args, **kwargs)
 
-    # The CLI's fix loop calls the lint_text it imported (moe_lint.cli.check.lint_text).
-    monkeypatch.setattr(moe_lint.cli.check, "lint_text", relint)
+    # The CLI's fix loop re-lints through linting.relint_for_fix, which calls linting.lint_text.
+    monkeypatch.setattr(moe_lint.linting, "lint_text", relint)
 
 
 @pytest.mark.parametrize(

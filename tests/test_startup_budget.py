@@ -51,6 +51,10 @@ NOT_FOR_A_YAML_FILE = (
     "moe_lint.cli.plan",
     "moe_lint.cli.rules",
     "moe_lint.cli.models",
+    "moe_lint.cli.server",  # the language server and its protocol library
+    "moe_lint.server",
+    "pygls",
+    "lsprotocol",
 )
 
 HARNESS = """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -10,7 +10,7 @@ from moe_lint.analysis.derive import Cluster, Facts, derive
 from moe_lint.analysis.memory_facts import attach
 from moe_lint.bounds import bounded_repr
 from moe_lint.config.forms import NotBridgeConfig
-from moe_lint.config.load import Document, load_file, parse_text
+from moe_lint.config.load import Document, format_path, load_file, parse_text
 from moe_lint.config.normalize import Config, normalize
 from moe_lint.config.overrides import FieldOracle, Override
 from moe_lint.config.settings import (
@@ -264,7 +264,44 @@ def lint_text(
         return FileResult(path, error=str(exc))
 
 
+def relint_for_fix(
+    doc: Document,
+    catalogue: Catalogue,
+    settings: Settings,
+    overrides: list[Override],
+    cli_cluster: dict[str, object],
+    linted: dict[str, FileResult] | None = None,
+) -> Callable[[str], list[Finding]]:
+    """The ``lint`` the fix loop (output/fix.py) re-lints each candidate text of ``doc`` with.
+
+    A candidate that no longer loads, is no longer a Bridge config, or repeats a key more
+    often than ``doc`` did (Bridge's loader rejects it) raises InputError, so the fix that made
+    it is refused. ``linted``, when given, keeps each candidate's result by text (``--fix``
+    writes the final one's findings). One function for ``--fix`` and the editor's code
+    actions, so both refuse the same fixes.
+    """
+    repeated = len(doc.duplicates)
+
+    def relint(text: str) -> list[Finding]:
+        again = lint_text(text, catalogue, settings, overrides, cli_cluster, path=doc.path)
+        if again.error is not None:
+            raise InputError(again.error)
+        if again.notice is not None:
+            raise InputError(f"it would no longer be a Bridge config ({again.notice})")
+        if again.doc is not None and len(again.doc.duplicates) > repeated:
+            path, span = again.doc.duplicates[-1]
+            raise InputError(
+                f"line {span.value_start.line}: key '{format_path(path)}' would appear more "
+                "than once in the same mapping"
+            )
+        if linted is not None:
+            linted[text] = again
+        return again.findings
+
+    return relint
+
+
 __all__ = [
     "INPUT_ERROR_CODES", "FileResult", "Path", "Suppression", "as_input_error", "lint_path",
-    "lint_text", "slim",
+    "lint_text", "relint_for_fix", "slim",
 ]  # fmt: skip

@@ -1,5 +1,6 @@
 """Command line: ``moe-lint [check] FILES [overrides]``, ``moe-lint estimate``, ``moe-lint plan``,
-``moe-lint rules``, ``moe-lint explain``, ``moe-lint models``, ``moe-lint schema``.
+``moe-lint rules``, ``moe-lint explain``, ``moe-lint models``, ``moe-lint schema``,
+``moe-lint server``.
 
 The only package that prints or decides the exit code: 0 nothing at or above ``--fail-on``,
 1 findings, 2 usage or input error (one clear line, no traceback), 3 internal error. Inside it,
@@ -10,7 +11,8 @@ module, imported only when that command runs (``moe-lint FILE`` in a pre-commit 
 - ``options``: the option table ``check`` and ``estimate`` share and what its values mean
 - ``check``: linting, ``--show-files`` / ``--show-settings``, the fix loop
 - ``report``: the findings report in every format, and the exit code it decides
-- ``estimate``, ``plan``, ``rules`` (``rules`` and ``explain``), ``models``, ``schema``
+- ``estimate``, ``plan``, ``rules`` (``rules`` and ``explain``), ``models``, ``schema``,
+  ``server`` (the language server, :mod:`moe_lint.server`)
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("explain", "one rule's documentation: what, why, example, fix, source"),
     ("models", "the model presets, or what an HF config.json maps to"),
     ("schema", "the JSON Schema of Bridge's config, for completion in an editor"),
+    ("server", "the language server (LSP over stdio): findings, fixes and hovers in an editor"),
 )
 
 
@@ -63,6 +66,7 @@ _COMMAND_FUNCTIONS: dict[str, tuple[str, str]] = {
     "explain": ("rules", "_cmd_explain"),
     "models": ("models", "_cmd_models"),
     "schema": ("schema", "_cmd_schema"),
+    "server": ("server", "_cmd_server"),
 }
 
 

@@ -42,7 +42,7 @@ from moe_lint.linting import (
     FileResult,
     check_selectors,
     lint_document,
-    lint_text,
+    relint_for_fix,
     resolve_settings,
     select_rules,
     slim,
@@ -400,22 +400,7 @@ def _fix_file(
 
     doc = result.doc
     linted: dict[str, Any] = {}
-    repeated = len(doc.duplicates)
-
-    def relint(text: str) -> list[Finding]:
-        again = lint_text(text, catalogue, settings, overrides, cli_cluster, path=doc.path)
-        if again.error is not None:
-            raise InputError(again.error)
-        if again.notice is not None:
-            raise InputError(f"it would no longer be a Bridge config ({again.notice})")
-        if again.doc is not None and len(again.doc.duplicates) > repeated:
-            path, span = again.doc.duplicates[-1]
-            raise InputError(
-                f"line {span.value_start.line}: key '{format_path(path)}' would appear more "
-                "than once in the same mapping"
-            )
-        linted[text] = again
-        return again.findings
+    relint = relint_for_fix(doc, catalogue, settings, overrides, cli_cluster, linted)
 
     # Lazy: worker processes (~10 ms, multiprocessing) only when files are linted.
     from moe_lint.workers import Overtime, file_timeout, overtime_message, time_limit

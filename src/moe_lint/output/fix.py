@@ -234,6 +234,22 @@ def _one_by_one(
     return text, after, kept
 
 
+def try_fix(
+    text: str, lint: Callable[[str], list[Finding]], before: list[Finding], finding: Finding
+) -> tuple[str | None, str]:
+    """One finding's fix alone, judged as :func:`run_fixes` judges each fix: (the fixed text,
+    "") or (None, why it is refused). For an editor's code action, which applies exactly one
+    fix: it is offered only if ``--fix`` would accept it on this text (it adds no error or
+    warning and its finding is gone). ``before`` are the findings of ``text``."""
+    if not finding.edits:
+        return None, "the fix has no edit here"
+    fixed = apply_edits(text, finding.edits)
+    if fixed == text:
+        return None, "the fix changes nothing"
+    after, why = _try(fixed, lint, before, [finding])
+    return (None, why) if after is None else (fixed, "")
+
+
 def fix_loop(
     text: str, lint: Callable[[str], list[Finding]], unsafe: bool
 ) -> tuple[str, list[Finding], int]:
