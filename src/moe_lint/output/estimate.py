@@ -168,12 +168,16 @@ def text_rows(
             ]
         )
     else:
+        ask = (
+            f"(no verdict: {gpu}'s memory is not in moe-lint's GPU table)"
+            if gpu
+            else "(pass --gpu for a verdict)"
+        )
         rows.append(
             [
                 (
                     f"Worst stage {est.worst.stage}: device total {est.worst.total_gib:.1f} GiB "
-                    + (f"(no verdict: {gpu}'s memory is not in moe-lint's GPU table)" if gpu
-                       else "(pass --gpu for a verdict)"),  # fmt: skip
+                    + ask,
                     None,
                 )
             ]
