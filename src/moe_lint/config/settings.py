@@ -340,12 +340,47 @@ def _pyproject_table(path: Path) -> Any:
     too_big = too_large(len(raw), MAX_SETTINGS_BYTES, "MAX_SETTINGS_BYTES")
     if too_big:
         raise UsageError(f"{path}: cannot read pyproject.toml: {too_big}")
-    if b"moe-lint" not in raw:  # no [tool.moe-lint] table: skip parsing TOML at all
+    if not _may_have_table(raw):  # no [tool.moe-lint] table: skip parsing TOML at all
         return None
     try:
         return _parsed_table(raw)
     except ValueError as exc:
         raise UsageError(f"{path}: cannot read pyproject.toml: {exc}") from None
+
+
+@cache
+def _table_forms() -> tuple[re.Pattern[bytes], ...]:
+    """Each way TOML can write the ``[tool.moe-lint]`` table: a ``[tool.moe-lint...]`` or
+    ``[[tool.moe-lint...]]`` header, a top-level dotted key ``tool.moe-lint.gpus = 8`` or an
+    inline ``tool = {...}``, each name bare or quoted; then a bare ``[tool]`` header and a
+    ``moe-lint`` key, which open it together."""
+    q, ws = rb"""["']?""", rb"[ \t]*"
+    tool = q + rb"tool" + q + ws
+    moe = q + rb"moe-lint" + q
+    return tuple(
+        re.compile(pattern, re.MULTILINE)
+        for pattern in (
+            rb"^" + ws + rb"\[\[?" + ws + tool + rb"\." + ws + moe,
+            rb"^" + ws + tool + rb"(?:\." + ws + moe + rb"|=)",
+            rb"^" + ws + rb"\[" + ws + tool + rb"\]",
+            rb"^" + ws + moe + ws + rb"[.=]",
+        )
+    )
+
+
+def _may_have_table(raw: bytes) -> bool:
+    """False only when the pyproject certainly has no ``[tool.moe-lint]`` table, so that the
+    TOML parser (~4 ms with its import) runs only where one can be: a project that names
+    moe-lint only as a dependency or a script, beside its ``[tool.ruff]``, is not parsed. A
+    file with a ``\\u`` escape (a quoted key may spell the name with one) is parsed to be sure."""
+    if b"\\u" in raw or b"\\U" in raw:
+        return True
+    if b"moe-lint" not in raw:
+        return False
+    header, root, bare_tool, key = _table_forms()
+    if header.search(raw) or root.search(raw):
+        return True
+    return bool(bare_tool.search(raw) and key.search(raw))
 
 
 @lru_cache(maxsize=16)
