@@ -45,6 +45,7 @@ NOT_FOR_A_YAML_FILE = (
     "moe_lint.plan",
     "importlib.metadata",
     "moe_lint.engine.mlm_language",  # Megatron-LM's flags and wording in messages
+    "moe_lint.engine.checks.mlm",  # its rules apply_to megatron-lm only (rules/mlm.yaml)
     "shutil",  # argparse's HelpFormatter imports it for the terminal width (cli/options.py)
     "difflib",  # did-you-mean, only for a name that is not known
     "threading",  # workers.time_limit asks signal.signal whether this is the main thread
