@@ -34,14 +34,14 @@ class _Values:
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.values = values
-        self._sections: dict[str, bool] = {}
+        self._sections: set[str] | None = None
 
     def has_section(self, name: str) -> bool:
-        """Any ``name.*`` key is set (asked once per stage; answered once per estimate)."""
-        if name not in self._sections:
-            prefix = name + "."
-            self._sections[name] = any(k.startswith(prefix) for k in self.values)
-        return self._sections[name]
+        """Any ``name.*`` key is set (asked per stage: the sections are listed once, in one
+        pass over the keys, per estimate)."""
+        if self._sections is None:
+            self._sections = {k.partition(".")[0] for k in self.values if "." in k}
+        return name in self._sections
 
     def get(self, *keys: str, default: Any = None) -> Any:
         for key in keys:
