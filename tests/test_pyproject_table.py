@@ -80,3 +80,12 @@ def test_never_skips_a_file_that_has_the_table(lines: list[str]) -> None:
     tool = data.get("tool")
     if isinstance(tool, dict) and "moe-lint" in tool:
         assert _may_have_table(text.encode()), text
+
+
+def test_a_pyproject_without_the_table_is_not_moe_lints_to_refuse(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 (or not TOML) in a pyproject with no [tool.moe-lint] table
+    are the project's business: nothing is read from it, so nothing is refused. Under the
+    table they are one usage error (test_hostile_settings.py::test_hostile_pyproject)."""
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(b'[project]\nname = "uses-moe-lint"\n# \xff\n[tool.ruff\n')
+    assert load_pyproject(path)[1] is None
