@@ -736,6 +736,26 @@ def _entries(node: Any, seen: frozenset[int] = frozenset()) -> dict[str, Entry]:
     return out
 
 
+def _written(node: Any, seen: frozenset[int]) -> list[tuple[str, Entry]]:
+    """Every key written in a mapping, duplicates included, and every key written in its merge
+    sources (``<<``), theirs included: a duplicate key is reported where it is written, also
+    below a key of a merge source that a later duplicate there replaces."""
+    if id(node) in seen:
+        return []
+    out: list[tuple[str, Entry]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE:
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
+            for source in sources:
+                if isinstance(source, yaml.MappingNode):
+                    out += _written(source, seen | {id(node)})
+        elif isinstance(key_node, yaml.ScalarNode):
+            out.append((_key_text(key_node), Entry(key_node, value_node, False)))
+    return out
+
+
 def _find(
     node: Any, rest: str, every: bool = False, odd: bool = False
 ) -> list[tuple[tuple[int, int], bool]]:
@@ -760,7 +780,7 @@ def _find(
     out: list[tuple[tuple[int, int], bool]] = []
     entries = list(_entries(node).items())
     if every:
-        entries += [(key, entry) for key, _, entry in _providers(node, frozenset())]
+        entries += _written(node, frozenset())
     for key, entry in entries:
         flag = odd or entry.shadowed or not key or bool(_PATH_SYNTAX.search(key))
         if rest == key:
@@ -1008,6 +1028,32 @@ def test_fuzz_skips_only_the_known_location_bugs(text: str, path: str) -> None:
     them when test_known_location_bugs passes."""
     assert expected_positions(_compose(text), path) is None
     assert expected_positions(_compose("model:\n  ab: 1\n"), "model.ab") == {(2, 3)}
+
+
+#: Found by test_generated_configs_library (hypothesis seed 118): a duplicate key inside a
+#: mapping reached through a merge source's key that a later duplicate there replaces.
+_DUPLICATE_BELOW_A_REPLACED_MERGE_KEY = """\
+scheduler: &s
+  lr_decay_iters: 1
+  lr_decay_iters: 2
+defaults: &d
+  main_grads_dtype: *s
+  main_grads_dtype: 1.0
+optimizer:
+  <<: *d
+"""
+
+
+def test_a_duplicate_is_located_where_written_below_a_replaced_merge_key() -> None:
+    """SCH003 points at the duplicate as written (line 3), on every path that reaches it,
+    ``optimizer.main_grads_dtype.lr_decay_iters`` through the merge included: the location
+    property follows every written key of a merge source too, not only the one YAML keeps."""
+    text = _DUPLICATE_BELOW_A_REPLACED_MERGE_KEY
+    result = lint_text(text, CATALOGUE, Settings(), [], {}, path="dup.yaml")
+    at = {f.path: (f.line, f.column) for f in result.findings if f.code == "SCH003"}
+    assert at["optimizer.main_grads_dtype.lr_decay_iters"] == (3, 3)
+    assert at["scheduler.lr_decay_iters"] == (3, 3)
+    check_library(Case(text=text, cluster={}, name="merge-replaced-duplicate"))
 
 
 @pytest.mark.parametrize("value", [".inf", ".nan"])
