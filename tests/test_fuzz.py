@@ -702,19 +702,21 @@ class Entry:
     shadowed: bool
 
 
+def _merge_sources(value_node: Any) -> list[Any]:
+    """The mappings a ``<<`` key merges: one alias, or a sequence of them."""
+    sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    return [source for source in sources if isinstance(source, yaml.MappingNode)]
+
+
 def _providers(node: Any, seen: frozenset[int]) -> list[tuple[str, bool, Entry]]:
     """Every (key, written?, entry) of a mapping in document order: written keys (duplicates
     included) and the effective keys of each merge source."""
     providers: list[tuple[str, bool, Entry]] = []
     for key_node, value_node in node.value:
         if key_node.tag == _MERGE:
-            sources = (
-                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-            )
-            for source in sources:
-                if isinstance(source, yaml.MappingNode):
-                    for key, entry in _entries(source, seen | {id(node)}).items():
-                        providers.append((key, False, entry))
+            for source in _merge_sources(value_node):
+                for key, entry in _entries(source, seen | {id(node)}).items():
+                    providers.append((key, False, entry))
         elif isinstance(key_node, yaml.ScalarNode):
             providers.append((_key_text(key_node), True, Entry(key_node, value_node, False)))
     return providers
@@ -745,12 +747,8 @@ def _written(node: Any, seen: frozenset[int]) -> list[tuple[str, Entry]]:
     out: list[tuple[str, Entry]] = []
     for key_node, value_node in node.value:
         if key_node.tag == _MERGE:
-            sources = (
-                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-            )
-            for source in sources:
-                if isinstance(source, yaml.MappingNode):
-                    out += _written(source, seen | {id(node)})
+            for source in _merge_sources(value_node):
+                out += _written(source, seen | {id(node)})
         elif isinstance(key_node, yaml.ScalarNode):
             out.append((_key_text(key_node), Entry(key_node, value_node, False)))
     return out
