@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -791,24 +791,18 @@ def search(req: Request) -> Outcome:
         states_group = (lay["pp"], lay["vpp"], world)
         full = req.gbs // (lay["mbs"] * lay["dp"]) >= lay["pp"] * lay["vpp"]
         sizes = (lay["tp"], lay["cp"], lay["ep"], lay["etp"])
-        over = next(
-            (need for big, need in rejected.get(group, ())
-             if all(a <= b for a, b in zip(sizes, big, strict=True))),
-            None,
-        ) if full else None  # fmt: skip
+        over = _dominated(rejected.get(group, ()), sizes) if full else None
         if over is None:
-            over = next(
-                (need for big, need in states_over.get(states_group, ())
-                 if all(a <= b for a, b in zip(sizes, big, strict=True))),
-                None,
-            )  # fmt: skip
-        most = _plan(req, lay, world, dispatcher=disp, recompute=ladder[-1], offload=offloads[-1])
-        states = memory.states(most) if over is None else math.inf
-        if over is not None:
+            over = _dominated(states_over.get(states_group, ()), sizes)
+        most = None if over is not None else _plan(
+            req, lay, world, dispatcher=disp, recompute=ladder[-1], offload=offloads[-1]
+        )  # fmt: skip
+        if most is None:
             floor = (math.inf, over)
             inferred += 1
             dominated = True
-        elif states > hard:  # over on the states alone: no rung, micro-batch size or dispatcher
+        elif (states := memory.states(most)) > hard:
+            # over on the states alone: no rung, micro-batch size or dispatcher fits
             floor = (math.inf, states)
             states_over.setdefault(states_group, []).append((sizes, states))
             if full:
@@ -868,6 +862,17 @@ def search(req: Request) -> Outcome:
         p = c.plan
         c.layout_text = layout_for(req, p.pp, p.vpp)
     return out
+
+
+def _dominated(
+    over: Sequence[tuple[tuple[int, ...], float]], sizes: tuple[int, ...]
+) -> float | None:
+    """The need of a layout in ``over`` whose TP, CP, EP and ETP are each at least ``sizes``'
+    (so this layout, no bigger in any, needs as much), or None."""
+    return next(
+        (need for big, need in over if all(a <= b for a, b in zip(sizes, big, strict=True))),
+        None,
+    )
 
 
 def _rung(ro: tuple[tuple[str, ...], float]) -> str:
