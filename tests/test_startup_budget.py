@@ -58,6 +58,13 @@ NOT_FOR_A_YAML_FILE = (
     "moe_lint.server",
     "pygls",
     "lsprotocol",
+    "dataclasses",  # moe_lint.records: the record classes' methods are written at build time
+    "inspect",  # dataclasses imported it (with ast, dis, tokenize)
+)
+
+#: A full Bridge dump with a GPU: every stage, the memory model and its records load.
+DUMP = (
+    REPO / "tests/data/corpus/bridge-full-dumps/deepseek_v3_pretrain_1024gpu_h100_fp8sc_config.yaml"
 )
 
 HARNESS = """
@@ -105,3 +112,10 @@ def test_nothing_imported_for_features_a_yaml_file_does_not_use() -> None:
         m for m in NOT_FOR_A_YAML_FILE if any(x == m or x.startswith(m + ".") for x in modules)
     ]
     assert loaded == []
+
+
+def test_a_full_dump_with_the_memory_model_defines_its_records_without_dataclasses() -> None:
+    code, modules, out = _modules(str(DUMP), "--gpus", "1024", "--gpu", "h100")
+    assert code in (0, 1) and "(1 file" in out, out
+    assert "moe_lint.analysis.memory" in modules  # the memory model ran: its records are built
+    assert [m for m in ("dataclasses", "inspect") if m in modules] == []

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,6 +33,7 @@ from moe_lint.bounds import MAX_BYTES, MAX_PATTERN_CHARS
 from moe_lint.config.load import Document, decode, parse_text
 from moe_lint.errors import InputError
 from moe_lint.globs import check_pattern, path_regex
+from moe_lint.records import record
 
 #: The argument that names stdin.
 STDIN = "-"
@@ -50,7 +50,7 @@ DEFAULT_EXCLUDE = (
 _MAGIC = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """One entry of the expanded command line: a file to lint, or why an argument gave none."""
 
@@ -70,8 +70,10 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     return path_regex(pattern)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Pattern:
+    """One compiled exclude pattern and the folder an anchored one is relative to."""
+
     regex: re.Pattern[str]
     anchored: bool
     dir_only: bool

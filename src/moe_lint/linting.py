@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from moe_lint.analysis.derive import Cluster, Facts, derive
@@ -27,6 +26,7 @@ from moe_lint.engine.evaluate import Context, run_rules
 from moe_lint.engine.findings import Finding, fold_implied
 from moe_lint.engine.suppress import SUPPRESSION_CHECKS, Suppression, suppress
 from moe_lint.errors import InputError, UsageError
+from moe_lint.records import field, record, replace
 
 #: Findings that mean Bridge cannot even load the file (a value of the wrong type, a duplicate
 #: key): like malformed YAML they are bad input, reported in one line with exit code 2.
@@ -37,8 +37,10 @@ INPUT_ERROR_CODES = ("SCH002", "SCH003")
 RAISED_AT_START = frozenset({"mixed_precision"})
 
 
-@dataclass
+@record
 class FileResult:
+    """What linting one file gave: its findings, or the one input error that stopped it."""
+
     path: str
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None

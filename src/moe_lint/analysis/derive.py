@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.analysis.placement import place
 from moe_lint.config.normalize import Config
 from moe_lint.config.versions import NEWEST_RELEASED
 from moe_lint.errors import NotDerivable
+from moe_lint.records import field, record
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -31,7 +31,7 @@ class Fact(NamedTuple):
     derivation: str
 
 
-@dataclass
+@record
 class Cluster:
     """Cluster settings resolved from CLI, file directive and pyproject."""
 
@@ -45,7 +45,7 @@ class Cluster:
     world_source: str | None = None
 
 
-@dataclass
+@record
 class Facts:
     """All derived quantities for one config; missing ones carry the reason."""
 

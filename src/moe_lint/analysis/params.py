@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from moe_lint.config.settings import model_presets
+from moe_lint.records import field, record
 
 # --------------------------------------------------------------------------------------------
 # Megatron pattern strings ("([0]*3+[1]*58)", "(['sliding','full']*18)") without eval
@@ -168,7 +168,7 @@ _HYBRID = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Arch:
     """The architecture fields the counters read (Megatron / Bridge names, defaults applied).
 
@@ -419,7 +419,7 @@ def _linear_layers(f: _Fields, num_layers: int) -> list[bool]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Part:
     """Parameters of one module: ``sharded`` are split over TP, the rest replicated."""
 
@@ -434,7 +434,7 @@ class Part:
         return Part(self.total + other.total, self.sharded + other.sharded)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayerParams:
     """One transformer layer: mixer (incl. its pre-norm), MLP side and the routed experts."""
 
@@ -599,7 +599,7 @@ def mtp_extra_params(a: Arch) -> Part:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ParamCounts:
     """Whole-model parameter counts; see models-check.md for the conventions.
 

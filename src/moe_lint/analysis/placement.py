@@ -27,11 +27,11 @@ the rest is spread as evenly as possible and :attr:`Placement.error` says what w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.config.fields import UNKNOWN
+from moe_lint.records import record
 
 #: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
 LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}
@@ -46,7 +46,7 @@ LAYOUT_PATH = "model.pipeline_model_parallel_layout"
 # --------------------------------------------------------------------------- layouts
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LayoutInfo:
     """A layout as one string of E/t/m/L symbols per virtual stage, or why it is unusable.
 
@@ -251,7 +251,7 @@ def uneven_problem(
 # --------------------------------------------------------------------------- placement
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VirtualStage:
     """One virtual pipeline stage: ``index`` = chunk·PP + rank in the layer order."""
 
@@ -265,7 +265,7 @@ class VirtualStage:
     head: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Placement:
     """Layers per PP rank and virtual stage, and the split's verdict."""
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from moe_lint.records import field, record
 
 Version = tuple[int, ...]
 PACKAGES = ("bridge", "megatron-core")
@@ -48,7 +49,7 @@ def releases(package: str) -> list[str]:
     return list(data()["packages"][package]["releases"])
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Choice:
     """The recorded release used for one package, and how it relates to the stated one."""
 
@@ -111,7 +112,7 @@ def choose(versions: dict[str, Any]) -> tuple[Choice, Choice]:
     return b, m
 
 
-@dataclass
+@record
 class View:
     """The classes of one (Bridge, Megatron-Core) release pair, inheritance resolved."""
 

@@ -41,7 +41,6 @@ import bisect
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from moe_lint.bounds import bounded_repr
@@ -52,6 +51,7 @@ from moe_lint.config.positions import Pos, Span
 from moe_lint.config.settings import preset_key
 from moe_lint.config.shell import UNKNOWN_AT, _PStr
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 if TYPE_CHECKING:
     from moe_lint.config.overrides import Override
@@ -507,7 +507,7 @@ class _Context:
 # --- the launch ------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class Launch:
     """A Bridge launch as moe-lint lints it: the recipe, the overrides after it (in order), what
     is unknown, and what run_recipe.py does after the overrides (:meth:`after_overrides`)."""
@@ -930,7 +930,7 @@ def _line(where: _Where, word: Any) -> int:
     return where.pos(first).line if first is not None else 1
 
 
-@dataclass
+@record
 class LaunchRead:
     """What the reader makes of a Bridge launch script; config/load.py::launch_document makes
     the Document of it (form "bridge-launch", skipped when ``skip`` says why)."""

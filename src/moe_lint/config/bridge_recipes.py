@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from moe_lint.records import field, record
 
 #: scripts/training/recipe_metadata.py::BENCHMARK_RECIPE_PATTERN (v0.6.0): a benchmark
 #: recipe's name gives its task, GPU count, hardware and precision.
@@ -30,7 +31,7 @@ BENCHMARK_RECIPE_PATTERN = re.compile(
 )
 
 
-@dataclass
+@record
 class Recipe:
     """One recipe name: the function it runs and what that function sets."""
 

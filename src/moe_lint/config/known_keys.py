@@ -20,13 +20,13 @@ on the release, so the walk asks :mod:`moe_lint.config.bridge_classes`:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import MAX_SUGGESTIONS
 from moe_lint.config import bridge_classes
 from moe_lint.config.settings import model_entry
 from moe_lint.config.suggest import closest, home_order
+from moe_lint.records import record
 
 if TYPE_CHECKING:
     from moe_lint.config.bridge_classes import Choice, View
@@ -38,8 +38,10 @@ _MARKERS = frozenset({"_call_", "_partial_", "_args_", "_name_"})
 
 #: Where a user most likely meant a misplaced key to go (model fields are often mirrored into
 #: other sections by Bridge, e.g. dataset.context_parallel_size is filled in from the model).
-@dataclass
+@record
 class KeyProblem:
+    """A key Bridge would skip or moe-lint cannot place: where it is, and what to say."""
+
     path: str
     key: str
     #: SCH001 (Bridge skips it) when True; SCH005 (cannot tell) when False.

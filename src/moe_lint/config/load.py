@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -31,6 +30,7 @@ from moe_lint.config.positions import Pos as Pos
 from moe_lint.config.positions import Span as Span
 from moe_lint.config.regular_file import read_file as read_file
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 
 class UnsupportedTag(InputError):
@@ -46,7 +46,7 @@ PathKey = str | int
 ConfigPath = tuple[PathKey, ...]
 
 
-@dataclass
+@record
 class Document:
     """A parsed config file: values, spans, raw text and duplicate keys seen while loading."""
 

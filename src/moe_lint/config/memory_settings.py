@@ -8,14 +8,14 @@ same function the memory facts use, so a bad value is one usage error wherever i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
 from typing import Any
 
 from moe_lint.bounds import bounded_repr
 from moe_lint.errors import UsageError
+from moe_lint.records import field_types, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemorySettings:
     """Knobs for what a static model cannot know; defaults and reasons in docs/memory-model.md.
 
@@ -69,7 +69,7 @@ def memory_settings(raw: dict[str, Any], where: str) -> tuple[Any, float, float]
 
     Returns (MemorySettings, warn fraction, error margin).
     """
-    known = {f.name: f.type for f in fields(MemorySettings)}
+    known = field_types(MemorySettings)
     values: dict[str, Any] = {}
     warn, margin = DEFAULT_WARN_FRACTION, DEFAULT_ERROR_MARGIN
     for key, value in raw.items():

@@ -25,7 +25,6 @@ import bisect
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -47,6 +46,7 @@ from moe_lint.config.shell import (
     reset_budget,
 )
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 __all__ = ["Launch", "MlmFlag", "MlmResult", "ShellReader", "find_launch", "split_flags"]
 
@@ -185,7 +185,7 @@ def _flag_vars(reader: ShellReader) -> tuple[list[_PStr], list[_PStr]]:
 # --- flags -> config -------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class Parsed:
     """What the reader found: the flags, the launcher's world (and where each number came
     from), notes on words that may hold flags the reader cannot see, and the entry point."""
@@ -431,8 +431,10 @@ def _one(kind: str | None, raw: str) -> Any:
     return raw
 
 
-@dataclass
+@record
 class MlmResult:
+    """A Megatron-LM argument list read into Bridge-shaped values, spans and notes."""
+
     data: dict[str, Any]
     spans: dict[tuple[str, ...], Span]
     flags: list[MlmFlag]

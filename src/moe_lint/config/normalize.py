@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import bounded_repr, field_problems
@@ -25,6 +24,7 @@ from moe_lint.config.mixed_precision import PRECISION_FIELDS, recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 from moe_lint.config.validate import TypeProblem, validate_section
 from moe_lint.config.versions import below, effective_version, parse_version
+from moe_lint.records import field, record
 
 
 def _shown(value: object) -> str:
@@ -41,7 +41,7 @@ _INTERPOLATION = re.compile(r"^\s*\$\{[^}]*\}\s*$")
 
 #: The precision fields a mixed_precision recipe or block sets on the model that the rules read
 #: as ``model.<field>`` (the recipes themselves: moe_lint.config.mixed_precision).
-@dataclass
+@record
 class Config:
     """The normalized config: what the rules and derivations see."""
 

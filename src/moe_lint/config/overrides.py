@@ -27,7 +27,6 @@ dict values are refused with one line (exit code 2) rather than guessed at.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -44,6 +43,7 @@ from moe_lint.config import fields
 from moe_lint.config.known_keys import KeyWalk
 from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 if TYPE_CHECKING:
     from moe_lint.config.load import ConfigPath
@@ -432,7 +432,7 @@ class OverrideProblem(NamedTuple):
     reason: str = ""
 
 
-@dataclass
+@record
 class Applied:
     """The outcome of applying overrides to one file."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from moe_lint.config.regular_file import read_file
 from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import InputError, UsageError
 from moe_lint.globs import check_pattern, fnmatch_regex
+from moe_lint.records import field, record, replace
 
 
 def _shown(value: object) -> str:
@@ -66,7 +66,7 @@ _PER_FILE_KEYS = _CLUSTER_KEYS | {"extra-fields"}
 _FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-@dataclass
+@record
 class Settings:
     """Resolved settings for one file."""
 

@@ -41,7 +41,6 @@ import os
 import re
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias
 
 from moe_lint.bounds import (
@@ -52,6 +51,7 @@ from moe_lint.bounds import (
     bounded_str,
 )
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 #: Characters one variable's value and one expanded command may grow to (an expansion
 #: doubling itself line after line stops here): bounds.MAX_BYTES.
@@ -369,7 +369,7 @@ def flag_words(value: Any) -> tuple[_PStr, ...]:
     return tuple(out)
 
 
-@dataclass
+@record
 class _Word:
     """One shell word: its pieces (a piece from an unquoted expansion is split later; a piece
     written or expanded unquoted is a glob pattern in ``case`` and ``[[ == ]]``)."""
@@ -407,7 +407,7 @@ class _Branch(NamedTuple):
     exited: bool
 
 
-@dataclass
+@record
 class _Frame:
     """A loop or function being run: ``base`` is how many undecided branches it runs in;
     ``escaped`` is set when ``break``/``continue``/``return`` runs in an undecided branch of

@@ -14,7 +14,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -44,6 +43,7 @@ from moe_lint.engine.expr import (
 )
 from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES, SEVERITY_RANK
 from moe_lint.errors import InputError, RulePackError
+from moe_lint.records import field, record
 
 ENTRY_POINT_GROUP = "moe_lint.rules"
 _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")
@@ -136,8 +136,10 @@ class Rule(NamedTuple):
     implied_by: tuple[str, ...] = ()
 
 
-@dataclass
+@record
 class Catalogue:
+    """The loaded rules, indexed by code and name, with their Python checks."""
+
     rules: list[Rule]
     by_code: dict[str, Rule]
     by_name: dict[str, Rule]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis.derive import Facts
@@ -27,6 +26,7 @@ from moe_lint.engine.expr import (
 from moe_lint.engine.findings import Argument, Edit, Finding
 from moe_lint.engine.spans import set_value_edit
 from moe_lint.errors import InputError, NotDerivable, RulePackError
+from moe_lint.records import field, record
 
 if TYPE_CHECKING:
     from moe_lint.engine.mlm_language import Language
@@ -48,7 +48,7 @@ def _mlm_pack() -> str:
 _DATA_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError)
 
 
-@dataclass
+@record
 class Violation:
     """What a Python check reports: where, the template parameters, and optional edits.
 
@@ -68,7 +68,7 @@ class Violation:
     argument: Argument | None = None
 
 
-@dataclass
+@record
 class Context:
     """Everything a rule may read about one file."""
 

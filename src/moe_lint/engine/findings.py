@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
+
+from moe_lint.records import field, record
 
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -95,7 +96,7 @@ class Argument(NamedTuple):
         return {"index": self.position, "text": self.text}
 
 
-@dataclass
+@record
 class Finding:
     """One problem found in one file, located and explained."""
 
@@ -183,7 +184,7 @@ INPUT_ERROR_NAME = "input-error"
 _POSITION = re.compile(r"line (\d+)(?:, column (\d+))?: ")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InputProblem:
     """A file that could not be linted (``FileResult.error``): malformed YAML, a duplicate key,
     a value of the wrong type, an unreadable or hostile file."""

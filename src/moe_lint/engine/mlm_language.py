@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, NamedTuple
 
 from moe_lint.config.fields import table as field_table
 from moe_lint.engine.expr import SECTION_NAMES
 from moe_lint.engine.findings import split_sources
+from moe_lint.records import field, record
 
 #: What a switch's absence means for its path is the flag table's default; a flag that takes a
 #: value is marked with this instead of the value it sets.
@@ -147,7 +147,7 @@ _VERB = re.compile(r"\b(set|turn|use)\s+$")
 _AND = re.compile(r"\s*(?:,|,?\s*and|with)\s+")
 
 
-@dataclass
+@record
 class _State:
     """What one text's translation remembers: names already said to have no flag, and where
     the last setting was written (``set a true and b false`` sets both)."""
@@ -163,7 +163,7 @@ class _State:
 _BRIDGE_SOURCES = ("megatron/bridge/", "Bridge ", "Megatron Bridge", "Megatron-Bridge")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Language:
     """How one Megatron-LM input says settings: a ``script``, a ``model-args`` file (a
     functional test's ``MODEL_ARGS:`` / ``ENV_VARS:`` YAML) or plain ``arguments``."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import dataclass, field
 
 from moe_lint.bounds import MAX_SUPPRESSIONS
 from moe_lint.config.load import Document
@@ -20,6 +19,7 @@ from moe_lint.engine.catalogue import Catalogue, Rule
 from moe_lint.engine.evaluate import Context, Evaluator, run_rule
 from moe_lint.engine.findings import SPLIT_FROM, Finding, split_parents
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 #: The checks that report on the suppression comments themselves (SUP rules): they need to
 #: know which comments covered a finding, so this stage runs them, not the rules stage.
@@ -32,8 +32,10 @@ _PREFIX = re.compile(r"#\s*moe-lint:\s*(?P<kind>disable-file|disable)\s*=(?P<spa
 _CODE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-, ")
 
 
-@dataclass
+@record
 class Suppression:
+    """One ``# moe-lint: disable`` comment: what it covers and which codes it has silenced."""
+
     line: int  # 1-based line of the comment
     column: int
     end_column: int

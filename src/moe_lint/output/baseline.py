@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from moe_lint.bounds import MAX_BYTES, too_large
@@ -18,6 +17,7 @@ from moe_lint.engine.findings import Finding, split_parents
 from moe_lint.errors import InputError, UsageError
 from moe_lint.output.formats import relative_uri
 from moe_lint.output.target import write_output
+from moe_lint.records import record
 
 Key = tuple[str, str, str]
 FORMAT_VERSION = 1
@@ -39,8 +39,10 @@ def write_baseline(path: str, findings: list[Finding], root: Path) -> int:
     return len(entries)
 
 
-@dataclass
+@record
 class BaselineResult:
+    """Findings the baseline does not cover, how many it did, and its stale entries."""
+
     new: list[Finding]
     suppressed: int
     stale: list[Key]

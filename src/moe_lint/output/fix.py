@@ -18,10 +18,10 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from moe_lint.engine.findings import Edit, Finding
 from moe_lint.errors import InputError
+from moe_lint.records import field, record
 
 MAX_FIX_PASSES = 10
 
@@ -59,7 +59,7 @@ def _problem(finding: Finding) -> tuple[str, str]:
     return finding.code.rstrip("0123456789"), finding.path
 
 
-@dataclass
+@record
 class Refusal:
     """A fix that was not applied, and why."""
 
@@ -67,7 +67,7 @@ class Refusal:
     reason: str
 
 
-@dataclass
+@record
 class FixOutcome:
     """What the fix loop did to one text."""
 

@@ -4,11 +4,11 @@ head, loss and MTP (docs/memory-model.md, *Activations*)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from moe_lint.analysis.memory.context import _Ctx, _mixed
 from moe_lint.analysis.memory.placement import _Stage
 from moe_lint.analysis.memory.results import GIB, Term
+from moe_lint.records import replace
 
 Pieces = dict[str, float]
 

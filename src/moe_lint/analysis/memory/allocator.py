@@ -14,12 +14,12 @@ setting and the largest fitted overhead.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 
 from moe_lint.analysis.memory.context import _Ctx
+from moe_lint.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fit:
     """reserved/allocated of the published runs on one GPU with one allocator setting."""
 

@@ -4,7 +4,6 @@ mixed-precision fields as Bridge applies them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 from moe_lint.analysis.memory.results import MemoryInputError
@@ -12,6 +11,7 @@ from moe_lint.analysis.params import Arch
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.mixed_precision import MP_DEFAULTS, recipe_values
 from moe_lint.config.versions import Version, effective_version
+from moe_lint.records import field, record
 
 _DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
@@ -54,7 +54,7 @@ class _Values:
         return bool(self.get(*keys, default=default))
 
 
-@dataclass
+@record
 class _Ctx:
     """Everything the terms need, resolved once (sizes, dtypes, recompute, schedule)."""
 
@@ -177,7 +177,7 @@ def mixed_value(values: Mapping[str, Any], name: str, default: Any = None) -> An
     return _mixed(cast(_Ctx, _ValuesOnly(_Values(values))), name, default)
 
 
-@dataclass
+@record
 class _ValuesOnly:
     """What :func:`_mixed` reads of a context: the values."""
 

@@ -4,7 +4,6 @@ peak, three ways (lower bound, central estimate, band)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -24,6 +23,7 @@ from moe_lint.analysis.memory.states import (
 from moe_lint.analysis.params import Arch, LayerParams, count_params
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
+from moe_lint.records import replace
 
 
 def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],

@@ -4,7 +4,6 @@ model."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from moe_lint.analysis.memory.activations import _rho
@@ -13,6 +12,7 @@ from moe_lint.analysis.memory.results import Estimate, Lever, MemoryInputError
 from moe_lint.analysis.params import Arch
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
+from moe_lint.records import replace
 
 _Change = tuple[str, dict[str, Any], dict[str, Any], str]
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from moe_lint.analysis.memory.context import _Ctx
 from moe_lint.analysis.memory.results import MemoryInputError
 from moe_lint.analysis.placement import Placement, place
+from moe_lint.records import field, record
 
 
-@dataclass
+@record
 class _Stage:
     """What one PP rank holds: layer indices per virtual chunk, embedding, head, MTP depths."""
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from moe_lint.analysis.memory.verdict import judge
+from moe_lint.records import record
 
 GIB = float(2**30)
 #: The upper band's term on top of the allocated peak (an allocated-memory model error).
@@ -17,7 +16,7 @@ class MemoryInputError(ValueError):
     """The config lacks a value the estimate cannot do without (the message names it)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Term:
     """One named contribution to a stage's memory.
 
@@ -33,7 +32,7 @@ class Term:
     kind: str = "state"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StageEstimate:
     """Peak of one pipeline rank: allocated tensors and the device total incl. fixed costs.
 
@@ -59,7 +58,7 @@ class StageEstimate:
         return next((t for t in self.terms if t.name == name), None)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Estimate:
     """All stages, the worst one, the capacity it is judged against and the assumptions.
 
@@ -107,7 +106,7 @@ class Estimate:
 QUANTITIES = ("allocated", "reserved", "device")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Bounds:
     """Lower bound, central estimate and band of one quantity of one pipeline stage, GiB."""
 
@@ -133,7 +132,7 @@ def stage_bounds(est: Estimate, stage: int) -> dict[str, Bounds]:
     }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lever:
     """A config change and what it does to the worst stage's peak (negative = saves)."""
 

@@ -4,7 +4,6 @@ groups, and the optimizer-step transients (docs/memory-model.md, *States*)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 
 from moe_lint.analysis.memory.context import (
     _Ctx,
@@ -24,9 +23,10 @@ from moe_lint.analysis.params import (
     mtp_layer_params,
 )
 from moe_lint.config.versions import Version
+from moe_lint.records import record, replace
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _RankParams:
     """Parameters held by one rank: dense (after TP) and routed experts (after EP·ETP).
 
@@ -94,7 +94,7 @@ def _rank_params(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...]) -> _
     return _RankParams(dense_total, expert_total, detail, tables / tp, emb / tp if tables else 0.0)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Bytes:
     """Bytes per parameter for each state, the step transients and the shard groups.
 

@@ -13,8 +13,9 @@ What is compared with usable memory, and why (docs/memory-model.md, *Bounds and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from moe_lint.records import record
 
 if TYPE_CHECKING:
     from moe_lint.analysis.memory.results import Estimate
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 Label = Literal["does NOT fit", "may not fit", "fits"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """The verdict, the quantity it compared with usable memory and the threshold it used."""
 

@@ -15,7 +15,6 @@ that does not divide is a concrete alternative (a layout string, uneven first/la
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis import placement
@@ -28,6 +27,7 @@ from moe_lint.engine.checks.reads import int_or_none as _int
 from moe_lint.engine.evaluate import Violation
 from moe_lint.engine.expr import SectionView
 from moe_lint.engine.spans import set_value_edit
+from moe_lint.records import record
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -190,7 +190,7 @@ def _layers(cfg: Config) -> tuple[int | None, int]:
     return num_layers, (_int(mtp) or 0)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RecipeSplit:
     """How the Bridge recipes of one model preset split the pipeline (models.yaml recipe_split)."""
 

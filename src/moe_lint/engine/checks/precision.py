@@ -11,7 +11,6 @@ are also read by the optimizer checks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.config import fields
@@ -22,6 +21,7 @@ from moe_lint.engine.catalogue import PythonCheck
 from moe_lint.engine.checks.reads import Reads
 from moe_lint.engine.checks.reads import violation as _violation
 from moe_lint.engine.evaluate import Violation
+from moe_lint.records import field, record
 
 if TYPE_CHECKING:
     from moe_lint.config.normalize import Config
@@ -49,7 +49,7 @@ _DTYPE_FIELDS = frozenset({"params_dtype", "pipeline_dtype", "autocast_dtype"})
 PRECISION_SECTIONS = ("model", "optimizer", "ddp")
 
 
-@dataclass
+@record
 class PrecisionView:
     """How Bridge's mixed-precision step resolves the precision fields of one config.
 

@@ -1,0 +1,314 @@
+"""``@record``: a dataclass whose methods were written at build time, not at start-up.
+
+Why: ``@dataclass`` writes each class's ``__init__``, ``__repr__``, ``__eq__`` (and, when
+frozen, ``__hash__``, ``__setattr__``, ``__delattr__``) as source text and compiles it with
+``exec`` while the module imports. The ~40 classes a ``moe-lint check`` run defines cost
+15-35 ms of that, plus ~10 ms for importing ``dataclasses`` itself (it imports ``inspect``,
+``ast``, ``dis``, ``tokenize``): a third of a pre-commit run on a short file. Here the same
+methods live in :mod:`moe_lint._record_methods`, written by ``tools/records.py`` from these
+declarations, so Python loads them from its bytecode cache like any other function.
+
+A class declares itself exactly as a dataclass would (``@record`` or ``@record(frozen=True)``,
+annotated fields, defaults, ``field(default_factory=..., repr=False, compare=False)``) and gets
+the same behaviour as ``@dataclass`` with those options: the same ``__init__`` signature,
+repr, equality, hashing, frozen errors (``dataclasses.FrozenInstanceError``) and
+``__match_args__``. ``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` work
+on it too: its ``__dataclass_fields__`` is built, through a real ``@dataclass`` twin of the
+declaration, the first time something asks (``dataclasses`` is imported only then).
+
+The generated methods are used only when the declaration is the one they were written from
+(field names, annotations, kinds of default, flags, options; compared on every class
+creation). Otherwise -- a class edited without re-running ``tools/records.py``, or a feature
+the generator does not write (inheritance from a dataclass, ``ClassVar``, ``InitVar``,
+``kw_only``, slots, an own ``__init__``...) -- the class is handed to ``@dataclass`` itself,
+which is always right, only slower. ``tests/test_records.py`` fails when any class takes that
+road, when the generated file is stale, or when a record behaves unlike its dataclass twin.
+"""
+
+from __future__ import annotations
+
+import functools
+from _thread import get_ident
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform, overload
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+_T = TypeVar("_T")
+
+
+class _Missing:
+    """No default: the sentinel ``field()`` leaves in ``default`` and ``default_factory``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class Field:
+    """What :func:`field` returns: a field's default or factory and its repr/compare flags."""
+
+    __slots__ = ("compare", "default", "default_factory", "repr")
+
+    def __init__(self, default: Any, default_factory: Any, repr: bool, compare: bool) -> None:
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+
+@overload
+def field(*, default: _T, repr: bool = True, compare: bool = True) -> _T: ...
+@overload
+def field(*, default_factory: Callable[[], _T], repr: bool = True, compare: bool = True) -> _T: ...
+@overload
+def field(*, repr: bool = True, compare: bool = True) -> Any: ...
+def field(
+    *,
+    default: Any = MISSING,
+    default_factory: Any = MISSING,
+    repr: bool = True,
+    compare: bool = True,
+) -> Any:
+    """``dataclasses.field`` for a record: the options the generator writes methods for."""
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return Field(default, default_factory, repr, compare)
+
+
+#: One field of a declaration as the generator and the start-up check see it:
+#: (name, annotation text, kind: "-" no default / "d" default / "f" factory, repr, compare).
+FieldSpec = tuple[str, str, str, bool, bool]
+#: A whole declaration: (frozen, fields, the dunder methods the class body defines itself).
+Spec = tuple[bool, tuple[FieldSpec, ...], tuple[str, ...]]
+
+#: Every record class defined so far, by "module.qualname" (what tools/records.py writes for).
+DECLARED: dict[str, type] = {}
+#: The records that took the slow road (``@dataclass`` itself), with the reason.
+SLOW: dict[str, str] = {}
+
+_OWN_METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+_FEATURES_NOT_WRITTEN = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def declaration(cls: type, frozen: bool) -> tuple[Spec, tuple[Any, ...]] | None:
+    """The class's :data:`Spec` and, per field with one, its default or factory, in field
+    order; ``None`` for a declaration the generator does not write methods for."""
+    body = cls.__dict__
+    if "__slots__" in body or "__post_init__" in body or body.get("__doc__") is None:
+        return None
+    for base in cls.__mro__[1:]:
+        if "__dataclass_fields__" in base.__dict__:
+            return None
+    own = tuple(name for name in _OWN_METHODS if name in body)
+    if "__init__" in own or (frozen and ("__setattr__" in own or "__delattr__" in own)):
+        return None
+    fields: list[FieldSpec] = []
+    values: list[Any] = []
+    annotations = body.get("__annotations__", {})
+    for name, annotation in annotations.items():
+        if not isinstance(annotation, str) or any(w in annotation for w in _FEATURES_NOT_WRITTEN):
+            return None
+        value = body.get(name, MISSING)
+        repr_, compare = True, True
+        if isinstance(value, Field):
+            repr_, compare = value.repr, value.compare
+            if value.default_factory is not MISSING:
+                kind, value = "f", value.default_factory
+            else:
+                kind, value = ("-", None) if value.default is MISSING else ("d", value.default)
+        else:
+            kind = "-" if value is MISSING else "d"
+        fields.append((name, annotation, kind, repr_, compare))
+        if kind != "-":
+            values.append(value)
+    for name, value in body.items():
+        if isinstance(value, Field) and name not in annotations:
+            return None  # dataclasses raises for it: let it
+    return (frozen, tuple(fields), own), tuple(values)
+
+
+@overload
+def record(cls: type[_T], /) -> type[_T]: ...
+@overload
+def record(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]: ...
+@dataclass_transform(field_specifiers=(field, Field))
+def record(cls: type[_T] | None = None, /, *, frozen: bool = False) -> Any:
+    """``@dataclass`` / ``@dataclass(frozen=True)``, with the methods written at build time."""
+
+    def wrap(cls: type[_T]) -> type[_T]:
+        return _build(cls, frozen)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _build(cls: type[_T], frozen: bool) -> type[_T]:
+    key = f"{cls.__module__}.{cls.__qualname__}"
+    DECLARED[key] = cls
+    found = declaration(cls, frozen)
+    if found is None:
+        SLOW[key] = "a declaration tools/records.py does not write methods for"
+        return _as_dataclass(cls, frozen)
+    spec, values = found
+    cls.__record__ = found  # type: ignore[attr-defined]
+    try:
+        # Lazy: the generated methods import only once the first record is declared.
+        from moe_lint._record_methods import METHODS
+    except ImportError:  # a missing or broken generated file: every record takes the slow road
+        METHODS = {}
+    written: tuple[Spec, Callable[..., Any]] | None = METHODS.get(key)
+    if written is None or written[0] != spec:
+        SLOW[key] = "no methods written for this declaration: run python tools/records.py"
+        return _as_dataclass(cls, frozen)
+    return _attach(cls, spec, values, written[1])
+
+
+def _attach(
+    cls: type[_T], spec: Spec, values: tuple[Any, ...], write: Callable[..., Any]
+) -> type[_T]:
+    """Give ``cls`` what ``dataclasses._process_class`` would, from the generated methods."""
+    frozen, fields, own = spec
+    for name, _, kind, _, _ in fields:
+        value = cls.__dict__.get(name, MISSING)
+        if isinstance(value, Field):
+            if kind == "d":
+                setattr(cls, name, value.default)
+            else:
+                delattr(cls, name)
+    for method in write(cls, *values):
+        name = method.__name__
+        if name in own:
+            continue
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        if name == "__init__":
+            method.__annotations__ = {f[0]: f[1] for f in fields}
+            method.__annotations__["return"] = None
+        elif name == "__repr__":
+            method = _recursive_repr(method)
+        setattr(cls, name, method)
+    explicit_hash = "__hash__" in own and not (cls.__dict__["__hash__"] is None and "__eq__" in own)
+    if not frozen and not explicit_hash:
+        cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable, as dataclasses
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = tuple(f[0] for f in fields)  # type: ignore[attr-defined, misc]
+    for name in ("__dataclass_fields__", "__dataclass_params__"):
+        setattr(cls, name, _DataclassFacts(spec, values, name))
+    return cls
+
+
+def _recursive_repr(user_function: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``dataclasses._recursive_repr``: "..." for a record met again inside its own repr."""
+    running: set[tuple[int, int]] = set()
+
+    @functools.wraps(user_function)
+    def wrapper(self: Any) -> str:
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            return user_function(self)
+        finally:
+            running.discard(key)
+
+    return wrapper
+
+
+class _DataclassFacts:
+    """``__dataclass_fields__`` / ``__dataclass_params__`` of a record, built on first use.
+
+    A non-data descriptor in the class: reading either name on the class or an instance
+    builds the :func:`twin`, writes the twin's two real attributes over this one and returns
+    the one asked for, so ``dataclasses`` is imported only by a caller that needs it.
+    """
+
+    def __init__(self, spec: Spec, values: tuple[Any, ...], name: str) -> None:
+        self.spec = spec
+        self.values = values
+        self.name = name
+
+    def __get__(self, instance: object, owner: type) -> Any:
+        real = _twin_of(owner, self.spec, self.values)
+        for name in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(owner, name, real.__dict__[name])
+        return owner.__dict__[self.name]
+
+
+def _twin_of(cls: type, spec: Spec, values: tuple[Any, ...]) -> type:
+    """A real ``@dataclass`` made from the same declaration as ``cls``."""
+    # Lazy: only a caller of dataclasses.fields() & co. (or a test) needs the real thing.
+    import dataclasses
+
+    frozen, fields, _ = spec
+    body: dict[str, Any] = {
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+        "__annotations__": {name: annotation for name, annotation, *_ in fields},
+    }
+    given = iter(values)
+    for name, _, kind, repr_, compare in fields:
+        if kind == "f":
+            body[name] = dataclasses.field(default_factory=next(given), repr=repr_, compare=compare)
+        elif kind == "d":
+            body[name] = dataclasses.field(default=next(given), repr=repr_, compare=compare)
+        elif not (repr_ and compare):
+            body[name] = dataclasses.field(repr=repr_, compare=compare)
+    return dataclasses.dataclass(frozen=frozen)(type(cls.__name__, (), body))
+
+
+def twin(cls: type) -> type:
+    """The real ``@dataclass`` a record stands for (for tests and the generator)."""
+    facts = cls.__dict__.get("__record__")
+    if facts is None:
+        raise TypeError(f"{cls.__qualname__} is not a record with generated methods")
+    spec, values = facts
+    return _twin_of(cls, spec, values)
+
+
+def _as_dataclass(cls: type[_T], frozen: bool) -> type[_T]:
+    """The slow road: ``@dataclass`` itself, with :func:`field` specs turned into its own."""
+    # Lazy: the slow road is for declarations without generated methods.
+    import dataclasses
+
+    for name, value in list(cls.__dict__.items()):
+        if isinstance(value, Field):
+            options: dict[str, Any] = {"repr": value.repr, "compare": value.compare}
+            if value.default is not MISSING:
+                options["default"] = value.default
+            if value.default_factory is not MISSING:
+                options["default_factory"] = value.default_factory
+            setattr(cls, name, dataclasses.field(**options))
+    return dataclasses.dataclass(frozen=frozen)(cls)
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """``dataclasses.replace`` for a record (or any dataclass) without importing
+    ``dataclasses`` for a record: a new instance with ``changes`` over its fields."""
+    cls = type(obj)
+    facts = cls.__dict__.get("__record__")
+    if facts is None:
+        # Lazy: a plain dataclass (not a record) is replaced by dataclasses itself.
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    for name, *_ in facts[0][1]:
+        if name not in changes:
+            changes[name] = getattr(obj, name)
+    return cls(**changes)
+
+
+def field_types(cls: type) -> dict[str, str]:
+    """A record's field names and annotation texts, in order (``dataclasses.fields`` without
+    ``dataclasses``)."""
+    facts = cls.__dict__.get("__record__")
+    if facts is None:
+        # Lazy: a plain dataclass (not a record) is read by dataclasses itself.
+        import dataclasses
+
+        return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    return {name: annotation for name, annotation, *_ in facts[0][1]}

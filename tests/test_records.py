@@ -1,0 +1,195 @@
+"""``@record`` classes behave exactly as ``@dataclass`` would, and never take the slow road.
+
+``moe_lint.records`` attaches methods written at build time (``tools/records.py``) instead of
+compiling them at start-up. What could go wrong: a stale generated file (the class silently
+becomes a plain ``@dataclass``: right, but the start-up cost is back), or generated methods
+that differ from ``dataclasses``' own. The probe below describes every record class of the
+package -- fields as ``dataclasses.fields`` sees them, signature, class defaults, repr,
+equality, hashing, frozen errors, ``replace``, ``asdict``, pickling -- once as moe-lint
+defines them and once with every ``@record`` handed to ``@dataclass`` itself, in fresh
+interpreters, and the two descriptions must be equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from typing import Any, ClassVar
+
+import pytest
+
+from conftest import REPO
+from moe_lint import records
+
+PROBE = r"""
+import dataclasses, importlib, inspect, json, pickle, pkgutil, sys
+sys.path.insert(0, "tools")
+import moe_lint
+from moe_lint import records
+
+if sys.argv[1] == "dataclasses":
+    def as_dataclass(cls, frozen):
+        records.DECLARED[f"{cls.__module__}.{cls.__qualname__}"] = cls
+        return records._as_dataclass(cls, frozen)
+    records._build = as_dataclass
+
+
+class Probe:
+    def __init__(self, i):
+        self.i = i
+    def __repr__(self):
+        return f"Probe({self.i})"
+    def __eq__(self, other):
+        return isinstance(other, Probe) and other.i == self.i
+    def __hash__(self):
+        return hash(self.i)
+
+
+def outcome(call):
+    try:
+        return ["ok", repr(call())]
+    except Exception as exc:
+        return [type(exc).__module__ + "." + type(exc).__qualname__, str(exc)]
+
+
+def show(value):
+    if value is dataclasses.MISSING:
+        return "MISSING"
+    return getattr(value, "__qualname__", None) or repr(value)
+
+
+def describe(cls):
+    fields = dataclasses.fields(cls)
+    params = cls.__dataclass_params__
+    out = {
+        "is_dataclass": dataclasses.is_dataclass(cls),
+        "params": [params.init, params.repr, params.eq, params.order, params.unsafe_hash,
+                   params.frozen],
+        "fields": [[f.name, str(f.type), show(f.default), show(f.default_factory), f.init,
+                    f.repr, f.compare, f.hash, f.kw_only] for f in fields],
+        "signature": str(inspect.signature(cls)),
+        "init_annotations": {k: repr(v) for k, v in cls.__init__.__annotations__.items()},
+        "match_args": list(cls.__match_args__),
+        "hash_is_none": cls.__hash__ is None,
+        "class_defaults": [[f.name, outcome(lambda: getattr(cls, f.name))] for f in fields],
+        "qualnames": [getattr(cls, m).__qualname__ for m in ("__init__", "__repr__", "__eq__")],
+        "doc": cls.__doc__,
+    }
+    required = [f.name for f in fields if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]
+    args = {name: Probe(i) for i, name in enumerate(required)}
+    one, same = cls(**args), cls(**args)
+    out["repr"] = repr(one)
+    out["eq_same"] = one == same
+    out["eq_other_type"] = repr(one.__eq__(object()))
+    for f in fields:
+        changed = dataclasses.replace(one, **{f.name: Probe(99)})
+        out["eq_changed_" + f.name] = one == changed
+        out["replace_" + f.name] = repr(changed)
+        out["records_replace_" + f.name] = repr(records.replace(one, **{f.name: Probe(99)}))
+        out["setattr_" + f.name] = outcome(lambda: setattr(one, f.name, getattr(one, f.name)))
+    out["hash"] = outcome(lambda: hash(one) == hash(same))
+    out["setattr_new"] = outcome(lambda: setattr(one, "not_a_field", 1))
+    out["delattr"] = outcome(lambda: delattr(one, fields[0].name)) if fields else None
+    out["asdict"] = outcome(lambda: dataclasses.asdict(cls(**args)))
+    out["pickle"] = outcome(lambda: pickle.loads(pickle.dumps(cls(**args))) == cls(**args))
+    out["field_types"] = records.field_types(cls)
+    return out
+
+
+from records import load_all  # tools/records.py: imports every module of the package
+declared = load_all()
+print(json.dumps({"slow": sorted(records.SLOW),
+                  "classes": {key: describe(cls) for key, cls in declared.items()}}))
+"""
+
+
+def _describe(mode: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_every_record_behaves_as_its_dataclass_and_none_takes_the_slow_road() -> None:
+    written, real = _describe("records"), _describe("dataclasses")
+    assert written["slow"] == []  # stale methods: run python tools/records.py
+    assert len(written["classes"]) >= 40
+    assert written["classes"].keys() == real["classes"].keys()
+    for key, described in written["classes"].items():
+        assert described == real["classes"][key], key
+
+
+def test_the_generated_methods_are_fresh() -> None:
+    proc = subprocess.run(
+        [sys.executable, "tools/records.py", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_an_edited_record_falls_back_to_dataclass_and_says_so() -> None:
+    @records.record(frozen=True)
+    class Edited:
+        """Declared here, so no generated methods match it."""
+
+        a: int
+        b: list[int] = records.field(default_factory=list)
+
+    key = f"{Edited.__module__}.{Edited.__qualname__}"
+    assert "tools/records.py" in records.SLOW.pop(key)
+    assert dataclasses.is_dataclass(Edited) and Edited(1) == Edited(1, [])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Edited(1).a = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("kind", ["classvar", "no-doc", "inherits"])
+def test_a_declaration_the_generator_cannot_write_is_a_plain_dataclass(kind: str) -> None:
+    if kind == "classvar":
+
+        @records.record
+        class Declared:
+            """A ClassVar is not a field: dataclasses decides that, not the generator."""
+
+            a: int
+            shared: ClassVar[int] = 3
+
+        assert [f.name for f in dataclasses.fields(Declared)] == ["a"]
+    elif kind == "no-doc":
+
+        @records.record
+        class Declared:  # type: ignore[no-redef]
+            a: int
+
+        assert str(Declared.__doc__).startswith("Declared(a")  # dataclasses wrote it
+    else:
+
+        @records.record
+        class Base:
+            """A base record (declared here: it falls back too)."""
+
+            a: int
+
+        @records.record
+        class Declared(Base):  # type: ignore[no-redef]
+            """A record that inherits one: dataclasses merges the fields."""
+
+            b: int = 0
+
+        assert [f.name for f in dataclasses.fields(Declared)] == ["a", "b"]
+        assert "tools/records.py" in records.SLOW.pop(f"{Base.__module__}.{Base.__qualname__}")
+    key = f"{Declared.__module__}.{Declared.__qualname__}"
+    assert records.SLOW.pop(key) == "a declaration tools/records.py does not write methods for"
