@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from moe_lint.bounds import (
     MAX_BYTES,
     MAX_DEPTH,
@@ -28,6 +26,7 @@ from moe_lint.bounds import (
 from moe_lint.config.forms import NotBridgeConfig, detect_root, looks_like_script
 from moe_lint.config.positions import Pos as Pos
 from moe_lint.config.positions import Span as Span
+from moe_lint.config.pyyaml import yaml
 from moe_lint.config.regular_file import read_file as read_file
 from moe_lint.errors import InputError
 from moe_lint.records import field, record

@@ -29,13 +29,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
 from moe_lint.config.forms import looks_like_script as looks_like_script
 from moe_lint.config.mlm_releases import UNSET, MlmArgs, py_names, releases
 from moe_lint.config.positions import Pos, Span
+from moe_lint.config.pyyaml import yaml
 from moe_lint.config.shell import (
     WORD_COST,
     ShellReader,

@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
+from moe_lint.config.pyyaml import yaml
 from moe_lint.config.shell import WORD_COST, _PStr, _span, charge, unknown_value
 from moe_lint.errors import InputError
 

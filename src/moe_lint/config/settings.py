@@ -15,8 +15,6 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from moe_lint.bounds import (
     MAX_DEPTH,
     MAX_GPUS,
@@ -31,6 +29,7 @@ from moe_lint.bounds import (
 )
 from moe_lint.config import hf_config
 from moe_lint.config.memory_settings import memory_settings
+from moe_lint.config.pyyaml import yaml
 from moe_lint.config.regular_file import read_file
 from moe_lint.config.versions import package_key, parse_version
 from moe_lint.errors import InputError, UsageError
