@@ -58,6 +58,7 @@ NOT_FOR_A_YAML_FILE = (
     "moe_lint.server",
     "pygls",
     "lsprotocol",
+    "moe_lint.config.hf_config",  # only for a model named by its HF config.json
     "dataclasses",  # moe_lint.records: the record classes' methods are written at build time
     "inspect",  # dataclasses imported it (with ast, dis, tokenize)
 )

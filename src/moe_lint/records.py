@@ -23,11 +23,16 @@ the generator does not write (inheritance from a dataclass, ``ClassVar``, ``Init
 ``kw_only``, slots, an own ``__init__``...) -- the class is handed to ``@dataclass`` itself,
 which is always right, only slower. ``tests/test_records.py`` fails when any class takes that
 road, when the generated file is stale, or when a record behaves unlike its dataclass twin.
+
+``NamedTuple`` here is typing's for type checkers and, at run time, a stand-in that skips
+typing's per-annotation ``ForwardRef`` compiling (see below).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import typing
 from _thread import get_ident
 from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform, overload
 
@@ -312,3 +317,69 @@ def field_types(cls: type) -> dict[str, str]:
 
         return {f.name: str(f.type) for f in dataclasses.fields(cls)}
     return {name: annotation for name, annotation, *_ in facts[0][1]}
+
+
+# --- NamedTuple -------------------------------------------------------------------------------
+#
+# ``class Span(NamedTuple)`` costs 0.2-0.3 ms per class at import in typing.NamedTupleMeta
+# (~3.5 ms for the ~17 a check run defines): besides ``collections.namedtuple`` itself it turns
+# every annotation (a string under ``from __future__ import annotations``) into a
+# ``typing.ForwardRef``, compiling each one, to check that it names a type. This stand-in makes
+# the same class with ``collections.namedtuple`` and keeps the annotations as written (strings,
+# which ``typing.get_type_hints`` resolves the same way); type checkers see typing's own.
+# tests/test_records.py compares every such class with what typing makes of it.
+
+#: typing.NamedTupleMeta's own lists (Python 3.11-3.13): names a class body may not set, and
+#: names it sets that are not copied onto the class.
+_PROHIBITED = frozenset(
+    {"__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_field_defaults",
+     "_make", "_replace", "_asdict", "_source"}
+)  # fmt: skip
+_SPECIAL = frozenset({"__module__", "__name__", "__annotations__"})
+
+
+class _NamedTupleMeta(type):
+    def __new__(mcls, typename: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+        if not bases:  # _NamedTupleBase itself
+            return super().__new__(mcls, typename, bases, ns)
+        if bases != (_NamedTupleBase,):  # Generic & co.: typing's own machinery
+            return typing.NamedTupleMeta(typename, (typing._NamedTuple,), ns)  # type: ignore[attr-defined]
+        annotations = ns.get("__annotations__", {})
+        defaults = []
+        for name in annotations:
+            if name in ns:
+                defaults.append(ns[name])
+            elif defaults:
+                raise TypeError(
+                    f"Non-default namedtuple field {name} cannot follow default field"
+                    f"{'s' if len(defaults) > 1 else ''} "
+                    f"{', '.join(n for n in annotations if n in ns)}"
+                )
+        fields = list(annotations)
+        made = collections.namedtuple(typename, fields, defaults=defaults, module=ns["__module__"])  # type: ignore[misc]
+        made.__annotations__ = made.__new__.__annotations__ = dict(annotations)
+        for key, value in ns.items():
+            if key in _PROHIBITED:
+                raise AttributeError("Cannot overwrite NamedTuple attribute " + key)
+            if key not in _SPECIAL and key not in made._fields:
+                setattr(made, key, value)
+        return made
+
+
+class _NamedTupleBase(metaclass=_NamedTupleMeta):
+    """What ``class X(NamedTuple)`` really derives from (replaced by ``tuple``)."""
+
+    __slots__ = ()
+
+
+def _named_tuple(typename: str, fields: Any = None, /, **kwargs: Any) -> Any:
+    """The functional form, ``NamedTuple("X", [("a", int)])``: typing's own."""
+    return typing.NamedTuple(typename, fields, **kwargs)
+
+
+_named_tuple.__mro_entries__ = lambda bases: (_NamedTupleBase,)  # type: ignore[attr-defined]
+
+if TYPE_CHECKING:
+    from typing import NamedTuple as NamedTuple
+else:
+    NamedTuple = _named_tuple

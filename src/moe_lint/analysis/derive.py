@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis.placement import place
 from moe_lint.config.normalize import Config
 from moe_lint.config.versions import NEWEST_RELEASED
 from moe_lint.errors import NotDerivable
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 if TYPE_CHECKING:
     from packaging.version import Version

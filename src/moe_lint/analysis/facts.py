@@ -13,7 +13,7 @@ Read at start-up by the rule catalogue, so it imports nothing and its entries ar
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from moe_lint.records import NamedTuple
 
 
 class FactSpec(NamedTuple):

@@ -27,11 +27,11 @@ the rest is spread as evenly as possible and :attr:`Placement.error` says what w
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.analysis.pp_layout import LayoutError, parse_layout
 from moe_lint.config.fields import UNKNOWN
-from moe_lint.records import record
+from moe_lint.records import NamedTuple, record
 
 #: Layer names MCore accepts in the list form of a layout (``LayerType`` members) -> symbols.
 LIST_NAMES = {"embedding": "E", "decoder": "t", "mtp": "m", "loss": "L", "encoder": "x"}

@@ -10,7 +10,8 @@ list belongs to pipeline rank ``i % PP`` (virtual chunk ``i // PP``).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+from moe_lint.records import NamedTuple
 
 _MAX_EXPANDED = 100_000
 

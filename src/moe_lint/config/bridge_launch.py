@@ -41,7 +41,7 @@ import bisect
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import bounded_repr
 from moe_lint.config import bridge_recipes, fields, mlm_args
@@ -51,7 +51,7 @@ from moe_lint.config.positions import Pos, Span
 from moe_lint.config.settings import preset_key
 from moe_lint.config.shell import UNKNOWN_AT, _PStr
 from moe_lint.errors import InputError
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 if TYPE_CHECKING:
     from moe_lint.config.overrides import Override

@@ -27,7 +27,7 @@ import re
 import shlex
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.bounds import bounded_str, number_too_long
 from moe_lint.config import fields, model_args
@@ -45,7 +45,7 @@ from moe_lint.config.shell import (
     reset_budget,
 )
 from moe_lint.errors import InputError
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 __all__ = ["Launch", "MlmFlag", "MlmResult", "ShellReader", "find_launch", "split_flags"]
 

@@ -23,9 +23,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any
 
 from packaging.version import Version
+
+from moe_lint.records import NamedTuple
 
 #: A value the flag list cannot tell (an unexpanded ``$VAR``, a value of the wrong type).
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()

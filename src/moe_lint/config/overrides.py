@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import (
     MAX_DEPTH,
@@ -43,7 +43,7 @@ from moe_lint.config import fields
 from moe_lint.config.known_keys import KeyWalk
 from moe_lint.config.suggest import HOME_SECTIONS, closest, home_order
 from moe_lint.errors import InputError
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 if TYPE_CHECKING:
     from moe_lint.config.load import ConfigPath

@@ -5,7 +5,7 @@ Shared by the YAML loader (config/load.py) and the Megatron-LM reader (config/ml
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from moe_lint.records import NamedTuple
 
 
 class Pos:

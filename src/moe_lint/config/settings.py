@@ -27,7 +27,6 @@ from moe_lint.bounds import (
     number_too_long,
     too_large,
 )
-from moe_lint.config import hf_config
 from moe_lint.config.memory_settings import memory_settings
 from moe_lint.config.pyyaml import yaml
 from moe_lint.config.regular_file import read_file
@@ -625,6 +624,9 @@ def normalize_model(name: str, where: str, base: Path | None = None) -> str:
     preset = preset_key(name)
     if preset is not None:
         return preset
+    # Lazy: the HF config.json reader, only for a model that is not a preset.
+    from moe_lint.config import hf_config
+
     try:
         path = Path(name.strip()).expanduser()
         if base is not None and not path.is_absolute():
@@ -665,6 +667,9 @@ def beside_config(path: str) -> str | None:
     if not candidate.is_file():
         return None
     resolved = str(candidate.resolve())
+    # Lazy: the HF config.json reader, only when a config.json sits beside the file.
+    from moe_lint.config import hf_config
+
     if not hf_config.looks_like_hf(resolved):
         return None  # some other tool's config.json: not a model config, not ours to judge
     hf_config.load(resolved)
@@ -676,6 +681,9 @@ def model_entry(model: str) -> dict[str, Any]:
     entry = model_presets().get(model)
     if entry is not None:
         return dict(entry)
+    # Lazy: the HF config.json reader, only for a model that is not a preset.
+    from moe_lint.config import hf_config
+
     if hf_config.is_hf_key(model):
         return hf_config.load(model)
     return {}

@@ -41,7 +41,7 @@ import os
 import re
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, TypeAlias
 
 from moe_lint.bounds import (
     MAX_BYTES,
@@ -51,7 +51,7 @@ from moe_lint.bounds import (
     bounded_str,
 )
 from moe_lint.errors import InputError
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 #: Characters one variable's value and one expanded command may grow to (an expansion
 #: doubling itself line after line stops here): bounds.MAX_BYTES.

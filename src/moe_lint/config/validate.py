@@ -6,12 +6,13 @@ section gets.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.bounds import field_problems
 from moe_lint.config import fields
 from moe_lint.config.fast_validate import fast_validate
 from moe_lint.errors import InputError
+from moe_lint.records import NamedTuple
 
 
 class TypeProblem(NamedTuple):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.bounds import (
     MAX_PACK_BYTES,
@@ -43,7 +43,7 @@ from moe_lint.engine.expr import (
 )
 from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES, SEVERITY_RANK
 from moe_lint.errors import InputError, RulePackError
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 ENTRY_POINT_GROUP = "moe_lint.rules"
 _CODE = re.compile(r"^[A-Z]{2,4}\d{3}$")

@@ -46,13 +46,14 @@ import math
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.analysis import facts as fact_registry
 from moe_lint.analysis.derive import is_pow2, pow2_round
 from moe_lint.bounds import MAX_FIELD_CHARS, bounded_repr, bounded_str
 from moe_lint.config import fields as field_table
 from moe_lint.errors import NotDerivable, RulePackError
+from moe_lint.records import NamedTuple
 
 #: The cost budget of rule expressions (see the module docstring).
 LIMITS: dict[str, int] = {

@@ -25,12 +25,12 @@ from __future__ import annotations
 import re
 import shlex
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from moe_lint.config.fields import table as field_table
 from moe_lint.engine.expr import SECTION_NAMES
 from moe_lint.engine.findings import split_sources
-from moe_lint.records import field, record
+from moe_lint.records import NamedTuple, field, record
 
 #: What a switch's absence means for its path is the flag table's default; a flag that takes a
 #: value is marked with this instead of the value it sets.
