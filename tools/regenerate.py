@@ -21,10 +21,12 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 
-#: In dependency order: the record methods first (they change no other output); the field table feeds the compiled catalogue's hash, the catalogue
-#: feeds the rule pages, the rules feed the corpus table.
+#: In dependency order: the record methods and the data tables first (they change no other
+#: output); the field table feeds the compiled catalogue's hash, the catalogue feeds the rule
+#: pages, the rules feed the corpus table.
 GENERATORS = (
     "records.py",
+    "compile_data.py",
     "gen_bridge_fields.py",
     "compile_rules.py",
     "rule_docs.py",
