@@ -510,14 +510,14 @@ def shipped_hash(rules_dir: Path | None = None, package: Path | None = None) -> 
     files += [
         (f"engine/checks/{p.name}", p) for p in sorted((package / "engine/checks").glob("*.py"))
     ]
-    # Lazy: zlib only where the digest is taken: a checkout (see shipped_module).
-    import zlib
+    # Lazy: binascii (already imported with PyYAML) only where the digest is taken.
+    import binascii
 
     digest = 0
     for label, path in files:
         data = path.read_bytes()
-        digest = zlib.crc32(f"{label}\0{len(data)}\0".encode(), digest)
-        digest = zlib.crc32(data, digest)
+        digest = binascii.crc32(f"{label}\0{len(data)}\0".encode(), digest)
+        digest = binascii.crc32(data, digest)
     return f"crc32:{len(files)}:{digest:08x}"
 
 
