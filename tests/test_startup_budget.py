@@ -59,6 +59,7 @@ NOT_FOR_A_YAML_FILE = (
     "pygls",
     "lsprotocol",
     "moe_lint.config.hf_config",  # only for a model named by its HF config.json
+    "packaging",  # config/versions.py: unstated versions gate as plain releases
     "dataclasses",  # moe_lint.records: the record classes' methods are written at build time
     "inspect",  # dataclasses imported it (with ast, dis, tokenize)
 )

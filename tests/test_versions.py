@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import run_lint
+from moe_lint.config import versions
 from moe_lint.config.versions import (
     NEWEST_RELEASED,
     below,
     check_spec,
     effective_version,
     parse_version,
+    release_key,
     satisfies,
 )
 from moe_lint.engine.catalogue import Catalogue
@@ -133,3 +137,43 @@ def test_bad_stated_version_is_a_usage_error(catalogue: Catalogue) -> None:
 
     with pytest.raises(UsageError, match="transformer-engine must be a version"):
         run_lint(catalogue, _RT002_SINK.format(te="two"), ["RT002"], None, [])
+
+
+_RELEASE_TEXT = st.builds(
+    lambda numbers, dev: ".".join(map(str, numbers)) + ("" if dev is None else f".dev{dev}"),
+    st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    st.none() | st.integers(0, 3),
+)
+
+
+@given(_RELEASE_TEXT, _RELEASE_TEXT)
+def test_the_release_key_orders_as_packaging_does(a: str, b: str) -> None:
+    """versions.release_key, which spares a run without stated versions the packaging import,
+    orders plain releases and their .devN builds exactly as PEP 440 (packaging) does."""
+    ka, kb = release_key(a), release_key(b)
+    assert ka is not None and kb is not None
+    va, vb = parse_version(a), parse_version(b)
+    assert (ka < kb, ka == kb, ka > kb) == (va < vb, va == vb, va > vb)
+
+
+@pytest.mark.parametrize("text", ["2.6.0dev0", "2.12.0rc0", "1!2.0", "2.0.post1", "2.12+cu13",
+                                  "2.0.DEV1", "v2.0", "2.0.dev", "", "x"])  # fmt: skip
+def test_other_spellings_take_packaging(text: str) -> None:
+    assert release_key(text) is None
+
+
+@given(_RELEASE_TEXT, st.sampled_from(["<", "<=", ">", ">=", "==", "!="]), _RELEASE_TEXT)
+def test_an_unstated_version_gates_as_packaging_would(newest: str, op: str, other: str) -> None:
+    spec = f"{op}{other}"
+    expected = satisfies(parse_version(newest), spec)
+    assert versions._release_satisfies(newest, spec) is expected
+
+
+def test_every_shipped_gate_takes_the_plain_road(catalogue: Catalogue) -> None:
+    """With no version stated, no shipped rule's gate needs packaging (the start-up test
+    holds that a short file does not import it)."""
+    specs = {(package, spec) for rule in catalogue.rules for package, spec in rule.versions}
+    assert specs
+    for package, spec in specs:
+        plain = versions._release_satisfies(NEWEST_RELEASED[package], spec)
+        assert plain is satisfies(parse_version(NEWEST_RELEASED[package]), spec), spec

@@ -23,7 +23,7 @@ from moe_lint.config.load import ConfigPath, Document, format_path, parse_path
 from moe_lint.config.mixed_precision import PRECISION_FIELDS, recipe_values
 from moe_lint.config.overrides import FieldOracle, Override, OverrideProblem, apply_overrides
 from moe_lint.config.validate import TypeProblem, validate_section
-from moe_lint.config.versions import below, effective_version, parse_version
+from moe_lint.config.versions import stated_below
 from moe_lint.records import field, record
 
 
@@ -391,7 +391,7 @@ def scope_is_canonical(cfg: Config) -> bool:
     Megatron-LM PR #4292 (first in core_v0.18.0) added cuda_graph_modules and deprecated the
     scope; before it a cuda_graph_modules key is no TransformerConfig field at all.
     """
-    return below(effective_version(cfg.versions, "megatron-core"), parse_version("0.18"))
+    return stated_below(cfg.versions, "megatron-core", "0.18")
 
 
 def bridge_clears_graph_modules(cfg: Config) -> bool:
@@ -402,7 +402,7 @@ def bridge_clears_graph_modules(cfg: Config) -> bool:
     them only after ``model.finalize()``). Megatron-LM's command line has no such step."""
     if cfg.form == "megatron-lm":
         return False
-    return not below(effective_version(cfg.versions, "bridge"), parse_version("0.6"))
+    return not stated_below(cfg.versions, "bridge", "0.6")
 
 
 def _migrate_cuda_graph_scope(cfg: Config) -> None:
