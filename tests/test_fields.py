@@ -16,7 +16,7 @@ from moe_lint.config.load import parse_text
 from moe_lint.config.normalize import normalize
 from moe_lint.engine.catalogue import field_exists
 from moe_lint.engine.evaluate import Context, Evaluator
-from moe_lint.engine.expr import compile_expr
+from moe_lint.engine.expr_compiler import compile_expr
 
 #: Rules being rewritten as Python checks (issue 11): their expressions were left as they are,
 #: so a second argument that the table's default makes dead may remain there until then.

@@ -4,9 +4,9 @@ Parsing and validating ``rules/*.yaml`` (YAML, the expression whitelist, field l
 far more than linting a file. This generator does it once and writes a plain Python module:
 every rule expression becomes the body of a zero-argument function (``def _e12(): return
 ...``), whose code object the engine evaluates against the rule namespace exactly like the code
-``expr.compile_expr`` makes (``eval(code, namespace)``), and every other part of a rule is a
-literal. Python's own bytecode cache then serves it, so the first run of a fresh install is as
-fast as any later one, and nothing is ever read back from a user cache.
+``expr_compiler.compile_expr`` makes (``eval(code, namespace)``), and every other part of a
+rule is a literal. Python's own bytecode cache then serves it, so the first run of a fresh
+install is as fast as any later one, and nothing is ever read back from a user cache.
 
 The module records a content hash of the packs and engine files it was made from
 (``catalogue.shipped_hash``); at load time moe-lint compares it with the files on disk and
@@ -45,14 +45,15 @@ only while SOURCE_HASH matches the packs and engine files on disk (catalogue.shi
 
 
 def _record_expression_trees() -> dict[int, ast.Expression]:
-    """Record the final (checked, rewritten) tree of every expression ``expr`` compiles.
+    """Record the final (checked, rewritten) tree of every expression the compiler makes.
 
-    ``compile_expr`` ends in ``compile(tree, ...)``; shadowing ``compile`` in that module's
-    globals captures the tree without touching the engine, whatever rewrites it applies.
+    ``compile_expr`` ends in ``compile(tree, ...)``; shadowing ``compile`` in its module's
+    globals (``engine/expr_compiler.py``) captures the tree without touching the engine,
+    whatever rewrites it applies.
     """
     import builtins
 
-    from moe_lint.engine import expr
+    from moe_lint.engine import expr_compiler as expr
 
     trees: dict[int, ast.Expression] = {}
     real = builtins.compile

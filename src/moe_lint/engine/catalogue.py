@@ -38,7 +38,6 @@ from moe_lint.engine.expr import (
     SECTION_NAMES,
     Compiled,
     Template,
-    compile_expr,
     compile_template,
 )
 from moe_lint.engine.findings import APPLICABILITIES, SEVERITIES, SEVERITY_RANK
@@ -249,6 +248,9 @@ def _rule_from_entry(
 ) -> Rule:
     """One validated rule; with ``budget`` (load_pack's), its expressions' syntax nodes are
     charged to ``budget[2]`` as each compiles (``bounds.MAX_PACK_NODES``)."""
+
+    # Lazy: the expression compiler (and ast), only for packs compiled in this run.
+    from moe_lint.engine.expr_compiler import compile_expr
 
     def expression(text: Any, at: str, known: frozenset[str]) -> Compiled:
         compiled = compile_expr(text, at, known, field_exists)
@@ -489,8 +491,8 @@ def load_pack(
 #: Files besides the packs whose content decides what the shipped packs compile to (relative
 #: to the package folder); ``checks*.py`` are added (their CHECKS tables give names and params).
 ENGINE_FILES = (
-    "engine/catalogue.py", "engine/expr.py", "engine/findings.py", "config/versions.py",
-    "analysis/facts.py", "data/fields.json",
+    "engine/catalogue.py", "engine/expr.py", "engine/expr_compiler.py", "engine/findings.py",
+    "config/versions.py", "analysis/facts.py", "data/fields.json",
 )  # fmt: skip
 
 
