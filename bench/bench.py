@@ -11,7 +11,11 @@ a. Single config, cold process: ``moe-lint FILE`` (the hook's command line) besi
 b. Many configs, one process: ``--configs`` seeded variants of the test corpus (mostly override
    files, some full dumps) in a temp dir, linted by ONE ``moe-lint --format concise`` process,
    beside ONE ``yamllint`` process and a pure-parse floor (``yaml.compose`` with CSafeLoader on
-   every file, timed inside the process and as the whole process).
+   every file, timed inside the process and as the whole process). Then the dumps-only case
+   (issue 25): ``--configs`` variants of the full Bridge dumps alone, moe-lint, yamllint and
+   the compose floor interleaved (one run of each per round), compared in CPU seconds (the
+   process and its workers: the machine may have other work), and moe-lint's peak RSS at
+   those files and at ``--rss-configs`` (5,000) of them, which should be the same.
 c. Import profile of a clean run: ``python -X importtime -m moe_lint FILE``.
 d. Peak RSS (``ru_maxrss`` of a wrapper's child) for the single-file and many-config runs.
 
@@ -62,6 +66,9 @@ TARGETS = {  # name: (target, True when the measured value must be at most the t
     "short_import_yaml": (2.5, True),
     "batch_yamllint": (5.0, False),
     "batch_parse": (3.0, True),
+    "dumps_compose_cpu": (4.0, True),  # issue 25: 1,000 dumps, CPU s ÷ the compose floor's
+    "dumps_rss_mib": (100.0, True),  # issue 25: peak RSS at 5,000 dumps
+    "dumps_rss_growth_mib": (10.0, True),  # issue 25: 5,000 dumps' peak RSS - 1,000's
     "memory_estimate_ms": (20.0, True),
     "plan_search_s": (1.0, True),
     "plan_search_4k_s": (2.0, True),  # issue 24: a 256-GPU search at 4K
@@ -145,23 +152,27 @@ EXTRA_KEYS = [  # (section, key, value); skipped when the key is already in the 
 ]
 INT_LINE = re.compile(r"^(\s*)([a-z_]+): (\d+)(\s*(?:#.*)?)$")
 RECOMPUTE_LINE = re.compile(r"^(\s*)recompute_modules:(.*)$")
+# Prints the loop's wall seconds, then its CPU seconds.
 PARSE_FLOOR = (
     "import sys, time, yaml\n"
-    "t0 = time.perf_counter()\n"
+    "t0, c0 = time.perf_counter(), time.process_time()\n"
     "for p in sys.argv[1:]:\n"
     "    with open(p, encoding='utf-8') as f:\n"
     "        yaml.compose(f.read(), Loader=yaml.CSafeLoader)\n"
-    "print(time.perf_counter() - t0)\n"
+    "print(time.perf_counter() - t0, time.process_time() - c0)\n"
 )
-# Runs argv[2:] and writes "<seconds> <peak RSS kB>" of that child to argv[1]. Reading
-# RUSAGE_CHILDREN here rather than in the benchmark keeps the benchmark's own pages out of it.
+# Runs argv[2:] and writes "<seconds> <peak RSS kB> <CPU seconds>" of that child to argv[1].
+# Reading RUSAGE_CHILDREN here rather than in the benchmark keeps the benchmark's own pages and
+# CPU out of it; it covers the child's own children once reaped (moe-lint's workers), and its
+# peak RSS is the largest single process's.
 WRAPPER = (
     "import resource, subprocess, sys, time\n"
     "t0 = time.perf_counter()\n"
     "code = subprocess.run(sys.argv[2:]).returncode\n"
     "dt = time.perf_counter() - t0\n"
-    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "open(sys.argv[1], 'w').write(f'{dt} {peak}')\n"
+    "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "cpu = use.ru_utime + use.ru_stime\n"
+    "open(sys.argv[1], 'w').write(f'{dt} {use.ru_maxrss} {cpu}')\n"
     "sys.exit(code)\n"
 )
 
@@ -204,11 +215,20 @@ def time_cmd(cmd: list[str], runs: int, ok: tuple[int, ...] = (0, 1)) -> tuple[f
 
 def measure(cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> tuple[float, float, str, int]:
     """Run `cmd` once under the wrapper: (seconds, peak RSS MiB, stdout, exit code)."""
+    seconds, peak, _, stdout, code = measure_cpu(cmd, ok)
+    return seconds, peak, stdout, code
+
+
+def measure_cpu(
+    cmd: list[str], ok: tuple[int, ...] = (0, 1)
+) -> tuple[float, float, float, str, int]:
+    """Run `cmd` once under the wrapper: (wall seconds, peak RSS MiB, CPU seconds of it and
+    its children, stdout, exit code)."""
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
         proc = sh([PY, "-c", WRAPPER, out.name, *cmd], capture_output=True)
         check(cmd, proc, ok)
-        seconds, peak_kb = out.read().split()
-    return float(seconds), int(peak_kb) / 1024, proc.stdout, proc.returncode
+        seconds, peak_kb, cpu = out.read().split()
+    return float(seconds), int(peak_kb) / 1024, float(cpu), proc.stdout, proc.returncode
 
 
 def ratio(a: float, b: float) -> str:
@@ -368,8 +388,11 @@ def mutate(text: str, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
-def make_variants(n: int, seed: int, dest: Path) -> tuple[list[str], str]:
-    """Write `n` seeded variants of the corpus into `dest`; (paths, Markdown description)."""
+def make_variants(
+    n: int, seed: int, dest: Path, dump_share: float = DUMP_SHARE
+) -> tuple[list[str], str]:
+    """Write `n` seeded variants of the corpus into `dest`, `dump_share` of them full dumps;
+    (paths, Markdown description)."""
     dumps = sorted((CORPUS / "bridge-full-dumps").glob("*.yaml"))
     overrides = sorted(
         p
@@ -380,7 +403,7 @@ def make_variants(n: int, seed: int, dest: Path) -> tuple[list[str], str]:
         if p.name not in NOT_BASES
     )
     rng = random.Random(seed)
-    n_dumps = round(n * DUMP_SHARE)
+    n_dumps = round(n * dump_share)
     bases = [rng.choice(dumps) for _ in range(n_dumps)]
     bases += [rng.choice(overrides) for _ in range(n - n_dumps)]
     rng.shuffle(bases)
@@ -397,15 +420,92 @@ def make_variants(n: int, seed: int, dest: Path) -> tuple[list[str], str]:
         size += len(header) + len(text)
         lines += (header + text).count("\n")
     desc = (
-        f"{n} configs (seed {seed}): {n - n_dumps} override files varied from {len(overrides)} "
-        f"corpus/example files, {n_dumps} full Bridge dumps varied from {len(dumps)}; "
-        f"{size / 1e6:.1f} MB, {lines:,} lines in all."
+        f"{n:,} configs (seed {seed}): {n - n_dumps:,} override files varied from "
+        f"{len(overrides)} corpus/example files, {n_dumps:,} full Bridge dumps varied from "
+        f"{len(dumps)}; {size / 1e6:.1f} MB, {lines:,} lines in all."
     )
     return paths, desc
 
 
-def batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None):
+def batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None, rss_n: int = 5000):
     """Markdown lines, and summary rows, for section b (with d's peak RSS)."""
+    out, summary = mixed_batch(n, seed, runs, moe, yamllint)
+    lines, rows = dumps_batch(n, rss_n, seed, runs, moe, yamllint)
+    return [*out, "", *lines], [*summary, *rows]
+
+
+def dumps_batch(n: int, rss_n: int, seed: int, runs: int, moe: str, yamllint: str | None):
+    """Section b's dumps-only case: `n` full-dump variants, moe-lint, yamllint and the compose
+    floor interleaved for `runs` rounds (best CPU seconds of each), and moe-lint's peak RSS at
+    `n` and at `rss_n` dumps (the first `n` are the same files)."""
+    with tempfile.TemporaryDirectory(prefix="moe-lint-bench-dumps-") as tmp:
+        every, desc = make_variants(max(n, rss_n), seed, Path(tmp), dump_share=1.0)
+        paths = every[:n]
+        cmds = {"moe-lint": [moe, "--format", "concise", *paths],
+                "parse": [PY, "-c", PARSE_FLOOR, *paths]}  # fmt: skip
+        if yamllint:
+            cmds["yamllint"] = [yamllint, *paths]
+        got: dict[str, list[tuple[float, float, float, str, int]]] = {k: [] for k in cmds}
+        for _ in range(runs):
+            for key, cmd in cmds.items():
+                got[key].append(measure_cpu(cmd, (0,) if key == "parse" else (0, 1)))
+        big = measure_cpu([moe, "--format", "concise", *every[:rss_n]])
+    cpu = {k: min(s[2] for s in v) for k, v in got.items()}
+    wall = {k: min(s[0] for s in v) for k, v in got.items()}
+    loop = min(float(s[3].split()[1]) for s in got["parse"])
+    rss_small = statistics.median(s[1] for s in got["moe-lint"])
+    rss_big = big[1]
+    labels = {
+        "moe-lint": f"`moe-lint --format concise <{n:,} dumps>`",
+        "yamllint": f"`yamllint <{n:,} dumps>`",
+        "parse": "compose floor: `yaml.compose(text, Loader=yaml.CSafeLoader)` per file, "
+        "one process",
+    }
+    out = [
+        f"#### b2. {n:,} full Bridge dumps ({runs} interleaved rounds; best CPU s of each)",
+        "",
+        desc.replace(f"{max(n, rss_n):,} configs", f"{max(n, rss_n):,} dumps")
+        + f" The first {n:,} are timed; all {rss_n:,} are linted once for the peak RSS.",
+        "",
+        "| command | CPU s | ms CPU per dump | ÷ compose floor (CPU) | wall s | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key in ("moe-lint", "yamllint", "parse"):
+        if key not in cpu:
+            continue
+        peak = statistics.median(s[1] for s in got[key])
+        out.append(
+            f"| {labels[key]} | {cpu[key]:.2f} | {cpu[key] / n * 1000:.2f} | "
+            f"{ratio(cpu[key], cpu['parse'])} | {wall[key]:.2f} | {peak:.1f} |"
+        )
+    out += [
+        f"| compose floor, the loop alone (timed inside the process) | {loop:.2f} | "
+        f"{loop / n * 1000:.2f} | – | – | – |",
+        f"| `moe-lint --format concise <{rss_n:,} dumps>` (once) | {big[2]:.2f} | "
+        f"{big[2] / rss_n * 1000:.2f} | – | {big[0]:.2f} | {rss_big:.1f} |",
+        "",
+        f"Peak RSS of moe-lint (the largest of its processes): {rss_small:.1f} MiB at "
+        f"{n:,} dumps, {rss_big:.1f} MiB at {rss_n:,}: {rss_big - rss_small:+.1f} MiB.",
+    ]
+    v = cpu["moe-lint"] / cpu["parse"]
+    summary = [
+        f"| {n:,} dumps: moe-lint ÷ compose floor, CPU s | {v:.2f}× | "
+        f"{verdict('dumps_compose_cpu', v)} |",
+        f"| {rss_n:,} dumps: moe-lint peak RSS (MiB) | {rss_big:.1f} | "
+        + verdict("dumps_rss_mib", rss_big).replace("×", " MiB")
+        + " |",
+        f"| peak RSS, {rss_n:,} dumps − {n:,} (MiB) | {rss_big - rss_small:+.1f} | "
+        + verdict("dumps_rss_growth_mib", rss_big - rss_small).replace("×", " MiB")
+        + " |",
+    ]
+    if yamllint:
+        y = cpu["yamllint"] / cpu["moe-lint"]
+        summary.append(f"| {n:,} dumps: yamllint ÷ moe-lint, CPU s | {y:.2f}× | – | – |")
+    return out, summary
+
+
+def mixed_batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None):
+    """Section b's mixed case: mostly override files, one in ten a full dump."""
     with tempfile.TemporaryDirectory(prefix="moe-lint-bench-") as tmp:
         paths, desc = make_variants(n, seed, Path(tmp))
         floor = "parse floor: `yaml.compose(text, Loader=yaml.CSafeLoader)` per file, one process"
@@ -420,7 +520,7 @@ def batch(n: int, seed: int, runs: int, moe: str, yamllint: str | None):
         for key, _, cmd in cmds:
             samples = [measure(cmd, (0,) if key == "parse" else (0, 1)) for _ in range(runs)]
             if key == "parse":
-                loop = [float(s[2].strip()) for s in samples]
+                loop = [float(s[2].split()[0]) for s in samples]
             res[key] = sorted(samples, key=lambda s: s[0])[len(samples) // 2]  # median run
     med_loop = statistics.median(loop)
     rate = {k: n / v[0] for k, v in res.items()}
@@ -747,6 +847,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20, help="timed runs per command in a (20)")
     ap.add_argument("--configs", type=int, default=1000, help="configs generated for b (1000)")
     ap.add_argument("--batch-runs", type=int, default=3, help="runs per command in b (3)")
+    ap.add_argument("--rss-configs", type=int, default=5000,
+                    help="dumps linted once in b for the peak RSS (5000)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="seed for b's variants (0)")
     ap.add_argument("--output", type=Path, help="also write the Markdown report here")
     ap.add_argument("--rev", help="benchmark src/ and rules/ as of this git revision")
@@ -788,7 +890,9 @@ def main() -> None:
         summary += rows
     if everything or args.batch:
         print(f"b. {args.configs} configs in one process...", file=sys.stderr)
-        lines, rows = batch(args.configs, args.seed, args.batch_runs, moe, yamllint)
+        lines, rows = batch(
+            args.configs, args.seed, args.batch_runs, moe, yamllint, args.rss_configs
+        )
         sections += [*lines, ""]
         summary += rows
     if everything or args.profile:

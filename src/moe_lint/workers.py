@@ -162,6 +162,7 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
 
     context = multiprocessing.get_context("fork")
     results: list[FileResult | None] = [None] * len(paths)
+    strings: dict[str, str] = {}
     deaths = [0] * len(paths)
     todo: deque[int] = deque(range(len(paths)))
     workers = [_Worker(context) for _ in range(min(jobs, len(paths)))]
@@ -194,7 +195,7 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
                     else:
                         worker.task = None
                         if kind == "ok":
-                            results[got] = value
+                            results[got] = _shared(value, strings)
                         elif kind == "RulePackError":
                             failure = RulePackError(value)
                         elif kind == "UsageError":
@@ -226,6 +227,23 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
     if failure is not None:
         raise failure
     return [r for r in results if r is not None]
+
+
+#: The finding fields that repeat across files (one rule's name, severity and source; the
+#: same config path): a result arrives unpickled, each string its own copy, so the parent
+#: keeps one of each. Messages and derivations name the file's own values: mostly unique.
+_REPEATED = ("code", "name", "severity", "path", "file", "applicability", "fix", "source")
+
+
+def _shared(result: FileResult, strings: dict[str, str]) -> FileResult:
+    """``result`` with its findings' repeated strings replaced by the run's one copy each
+    (a finding is about 1.4 kB in the parent; this takes off about a third)."""
+    for finding in result.findings:
+        for name in _REPEATED:
+            value = getattr(finding, name)
+            if value is not None:
+                setattr(finding, name, strings.setdefault(value, value))
+    return result
 
 
 def overtime_message(limit: float) -> str:
