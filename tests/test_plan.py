@@ -627,3 +627,59 @@ def test_the_states_screen_is_a_floor_and_keeps_the_same_plans(
     assert over > 0, "the case no longer exercises the screen"
     assert [c.plan for c in screened.kept] == [c.plan for c in unscreened.kept]
     assert screened.memory_checks < unscreened.memory_checks
+
+
+def _outcome_record(outcome: Any) -> tuple[Any, ...]:
+    """Everything a search reports but its time: the kept plans with every number, in order,
+    the prune reasons and the counts."""
+    return (
+        [repr(c) for c in outcome.kept],
+        repr(outcome.pruned),
+        outcome.visited,
+        outcome.prunes,
+        outcome.timed,
+        outcome.memory_checks,
+        outcome.inferred,
+    )
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        Options(model="qwen3-235b-a22b", gpu="h200", gpus=(16,), seq=4096, gbs=64,
+                fixed={"mbs": 1, "etp": 1, "vpp": 1}),
+        Options(model="deepseek-v3", gpu="h100", gpus=(128,), seq=4096, gbs=512,
+                fixed={"mbs": 1}),
+    ],
+    ids=["qwen3-16", "dsv3-128"],
+)  # fmt: skip
+def test_reused_memory_terms_keep_the_search_identical(
+    opts: Options, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner shares the memory model's state terms between a layout's micro-batch
+    sizes, recompute sets and dispatchers, and its activation terms between its offload
+    levels and dispatchers (_Memory.reuse): the search finds the same plans, with the same
+    numbers, the same prunes and the same counts as one that computes every term afresh."""
+    import importlib
+
+    from moe_lint.plan import search as search_module
+    from moe_lint.plan.run import build
+
+    estimate_module = importlib.import_module("moe_lint.analysis.memory.estimate")
+    computed: list[str] = []
+    real_activations = estimate_module._activation_terms
+
+    def activations(ctx: Any, stage: Any) -> Any:
+        computed.append("activation")
+        return real_activations(ctx, stage)
+
+    monkeypatch.setattr(estimate_module, "_activation_terms", activations)
+    req, *_ = build(opts)
+    reused = _outcome_record(search_module.search(req))
+    with_reuse = len(computed)
+    computed.clear()
+    monkeypatch.setattr(search_module._Memory, "reuse", lambda self, p: None)
+    req, *_ = build(opts)
+    fresh = _outcome_record(search_module.search(req))
+    assert reused == fresh
+    assert with_reuse < len(computed), "the case no longer reuses any term"

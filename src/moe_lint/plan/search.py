@@ -535,6 +535,7 @@ class _Memory:
         self.lower_cache: dict[tuple[Any, ...], float] = {}
         self.states_cache: dict[tuple[Any, ...], float] = {}
         self.ranks: dict[tuple[Any, ...], frozenset[int]] = {}
+        self.terms: dict[Any, Any] = {}  # the memory model's reused terms (_Memory.reuse)
         self.checks = 0
 
     def key(self, p: Plan) -> tuple[Any, ...]:
@@ -550,8 +551,27 @@ class _Memory:
             p.recompute,
             p.offload,
             p.dispatcher,
-            min(p.microbatches, p.pp * p.vpp * 2),
+            _in_flight_cap(p),
         )
+
+    @staticmethod
+    def states_key(p: Plan) -> tuple[Any, ...]:
+        """What the states (weights, gradients, optimizer) of a plan's ranks depend on: the
+        sizes, their shard groups (the world) and the offload; not the micro-batch size, the
+        recompute set or the dispatcher."""
+        return (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.world, p.offload)
+
+    def reuse(self, p: Plan) -> Any:
+        """The memory model's term reuse for a plan (analysis/memory/estimate.py::Reuse):
+        a rank's activations depend on the sizes, the micro-batch size, the recompute set and
+        the micro-batches in flight, not on the offload or the dispatcher (nor the world
+        beyond the micro-batch count); a layout's rungs share them, and its states."""
+        # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+        from moe_lint.analysis.memory.estimate import Reuse
+
+        activations = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.mbs, p.recompute,
+                       _in_flight_cap(p))  # fmt: skip
+        return Reuse(self.states_key(p), activations, self.terms)
 
     def screened(self, p: Plan) -> frozenset[int]:
         """The pipeline ranks the search estimates (run() re-checks every rank): the first two
@@ -597,7 +617,7 @@ class _Memory:
         """Rank 0's weights, gradients and optimizer states (lower-bound mode): a floor
         under :meth:`lower` that skips the activations, shared by every micro-batch size and
         dispatcher (neither changes the states)."""
-        k = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.world, p.offload)
+        k = self.states_key(p)
         found = self.states_cache.get(k)
         if found is None:
             # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
@@ -606,7 +626,12 @@ class _Memory:
             self.checks += 1
             values, facts = plan_inputs(self.req, p)
             found = self.states_cache[k] = states_lower_bound(
-                values, facts, self.req.memory_settings, self.req.versions, arch=self.req.arch
+                values,
+                facts,
+                self.req.memory_settings,
+                self.req.versions,
+                arch=self.req.arch,
+                reuse=self.reuse(p),
             )
         return found
 
@@ -624,7 +649,14 @@ class _Memory:
             bounds=bounds,
             ranks=ranks,
             arch=self.req.arch,
+            reuse=self.reuse(p),
         )
+
+
+def _in_flight_cap(p: Plan) -> int:
+    """The plan's micro-batches, capped where no rank holds more in flight (1F1B holds at most
+    PP, the interleaved schedule under 2·PP): what the memory model reads of the count."""
+    return min(p.microbatches, p.pp * p.vpp * 2)
 
 
 def plan_values(req: Request, p: Plan) -> dict[str, Any]:

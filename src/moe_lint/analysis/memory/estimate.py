@@ -3,8 +3,8 @@ peak, three ways (lower bound, central estimate, band)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -26,14 +26,50 @@ from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
 
 
-def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
-                    b: _Bytes) -> StageEstimate:  # fmt: skip
+@dataclass
+class Reuse:
+    """Term lists one caller shares between many estimates (the planner's thousands of
+    layouts of one base config): a rank's state terms are computed once per ``states`` name
+    and its activation terms once per ``activations`` name, in each mode. The caller names
+    what each depends on in its configs (the planner: the plan fields each reads, which also
+    fix the pipeline placement); configs with the same name must have the same terms.
+    ``terms`` holds them per (kind, name, mode, rank). The notes a reused computation would
+    add to the assumptions are not added again: a caller that reuses terms reads totals."""
+
+    states: Hashable
+    activations: Hashable
+    terms: dict[tuple[str, Hashable, str, int], list[Term]]
+
+
+def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
+            compute: Callable[[], list[Term]]) -> list[Term]:  # fmt: skip
+    """``compute()``, or the terms ``reuse`` already holds for this kind, name, mode and rank."""
+    if reuse is None:
+        return compute()
+    key = (kind, reuse.states if kind == "state" else reuse.activations, ctx.mode, rank)
+    found = reuse.terms.get(key)
+    if found is None:
+        found = reuse.terms[key] = compute()
+    return found
+
+
+def _stage_estimate(
+    ctx: _Ctx,
+    stage: _Stage,
+    params: tuple[LayerParams, ...],
+    b: Callable[[], _Bytes],
+    reuse: Reuse | None = None,
+) -> StageEstimate:
     """Terms of one rank; the allocated peak is states + max(activations, optimizer step,
     checkpoint load), or states + activations + step under full-iteration CUDA graphs (the
     graph's private pool is not released to the eager optimizer step; not in the lower bound).
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
-    the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
-    terms = _rank_state_terms(ctx, stage, params, b) + _activation_terms(ctx, stage)
+    the allocator's peak counter runs from process start (Bridge reports max_allocated).
+    ``b`` gives the bytes per parameter (asked only when the state terms are not reused)."""
+    states = _reused(reuse, "state", ctx, stage.rank,
+                     lambda: _rank_state_terms(ctx, stage, params, b()))  # fmt: skip
+    terms = states + _reused(reuse, "activation", ctx, stage.rank,
+                             lambda: _activation_terms(ctx, stage))  # fmt: skip
     graph = _graph_term(ctx, stage)
     if graph is not None:
         terms.append(graph)
@@ -98,17 +134,21 @@ def states_lower_bound(
     *,
     rank: int = 0,
     arch: Arch | None = None,
+    reuse: Reuse | None = None,
 ) -> float:
     """GiB of the weights, gradients and optimizer states (the "state" terms of the lower
     bound) on pipeline rank ``rank``: a floor under that rank's lower bound, whose peak adds
     activations, buffers and the allocator margin to it (:func:`_stage_estimate`). The
     planner rejects a layout on it without computing the activations, and, since it does not
-    depend on the micro-batch size or the dispatcher, once for all of them."""
+    depend on the micro-batch size or the dispatcher, once for all of them. With ``reuse``
+    the terms are those the lower bound of the same rank then reuses (:class:`Reuse`)."""
     settings = settings or MemorySettings()
     ctx = _context(values, facts, settings, versions, arch=arch, mode="lower")
     placement = _placement(ctx, facts)
     stage = next((s for s in placement if s.rank == rank), placement[0])
-    terms = _rank_state_terms(ctx, stage, _layer_params(ctx.arch, ctx.tp), _state_bytes(ctx))
+    params = _layer_params(ctx.arch, ctx.tp)
+    terms = _reused(reuse, "state", ctx, stage.rank,
+                    lambda: _rank_state_terms(ctx, stage, params, _state_bytes(ctx)))  # fmt: skip
     return sum(t.gib for t in terms if t.kind == "state")
 
 
@@ -176,6 +216,7 @@ def estimate(
     bounds: bool | Literal["lower", "lower-only"] = True,
     ranks: frozenset[int] | None = None,
     arch: Arch | None = None,
+    reuse: Reuse | None = None,
 ) -> Estimate:
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
@@ -188,7 +229,8 @@ def estimate(
     ``"lower-only"`` computes only the lower bound (``stages`` then hold it too). ``ranks``
     limits the estimate to those pipeline ranks (the planner's search screens ranks 0, 1 and
     the last; a plan it shows gets every rank); ``arch`` is the architecture already read
-    from ``values`` (the planner reads it once for thousands of estimates). Raises
+    from ``values`` (the planner reads it once for thousands of estimates); ``reuse`` shares
+    the ranks' state and activation terms with the caller's other estimates. Raises
     :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
     missing.
     """
@@ -199,7 +241,7 @@ def estimate(
     placement = _placement(ctx, facts)
     if ranks is not None:
         placement = [s for s in placement if s.rank in ranks] or placement
-    stages = _stages(ctx, placement, params)
+    stages = _stages(ctx, placement, params, reuse)
     worst = max(stages, key=lambda s: s.total_gib)
     lower: tuple[StageEstimate, ...] = ()
     upper: tuple[StageEstimate, ...] = ()
@@ -208,7 +250,7 @@ def estimate(
     elif bounds:
         for mode in ("lower",) if bounds == "lower" else ("lower", "upper"):
             other = replace(ctx, mode=mode, assumptions=[], layer_sizes={})
-            result = _stages(other, placement, params)
+            result = _stages(other, placement, params, reuse)
             if mode == "lower":
                 lower = result
             else:
@@ -224,11 +266,18 @@ def _layer_params(arch: Arch, tp: int) -> tuple[LayerParams, ...]:
 
 
 def _stages(
-    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...]
+    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...], reuse: Reuse | None
 ) -> tuple[StageEstimate, ...]:
-    """Every pipeline rank's estimate in the context's mode."""
-    b = _state_bytes(ctx)
-    return tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
+    """Every pipeline rank's estimate in the context's mode (the bytes per parameter computed
+    once, and only when some rank's state terms are not reused)."""
+    found: list[_Bytes] = []
+
+    def b() -> _Bytes:
+        if not found:
+            found.append(_state_bytes(ctx))
+        return found[0]
+
+    return tuple(_stage_estimate(ctx, stage, params, b, reuse) for stage in placement)
 
 
 def _standard_assumptions(ctx: _Ctx) -> None:
