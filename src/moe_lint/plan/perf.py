@@ -354,7 +354,7 @@ class Model:
     seq: int
     costs: list[LayerCost]
     flops_token: float
-    _layers: dict[tuple[Any, ...], tuple[float, ...]] = field(default_factory=dict)
+    _layers: dict[tuple[Any, ...], dict[int, tuple[float, ...]]] = field(default_factory=dict)
     _stages: dict[tuple[Any, ...], list[tuple[bool, list[tuple[LayerCost, int]]]]] = field(
         default_factory=dict
     )
@@ -538,34 +538,32 @@ class Model:
             t += t_dense * c.shared / total_dense
         return t
 
-    def _layer(self, c: LayerCost, p: Plan) -> tuple[float, ...]:
-        """One layer's micro-batch terms (compute, recompute, tp, cp, ep), memoized on what they
-        depend on (the search times thousands of layouts that share them)."""
-        key = (
-            id(c),
-            p.tp,
-            p.cp,
-            p.cp_comm,
-            p.cp_a2a,
-            p.ep,
-            p.etp,
-            p.mbs,
-            p.precision,
-            p.dispatcher,
-            p.recompute,
-            p.tp_overlap,
-            p.ep_overlap,
-            p.shared_expert_overlap,
-            p.cuda_graphs,
-            p.routing,
-            p.capacity,
-            p.padded,
-        )
-        found = self._layers.get(key)
+    def _layer_memo(self, p: Plan) -> dict[int, tuple[float, ...]]:
+        """The memoized layer terms of plans with ``p``'s knobs (every field a layer's
+        micro-batch time reads: the sizes but PP, the transport, the micro-batch size, the
+        precision, the dispatcher, recompute, overlaps and routing), by id of the layer cost.
+        The search times thousands of layouts that share them; a plan's key is built once for
+        all its layers."""
+        knobs = (p.tp, p.cp, p.cp_comm, p.cp_a2a, p.ep, p.etp, p.mbs, p.precision, p.dispatcher,
+                 p.recompute, p.tp_overlap, p.ep_overlap, p.shared_expert_overlap, p.cuda_graphs,
+                 p.routing, p.capacity, p.padded)  # fmt: skip
+        found = self._layers.get(knobs)
+        if found is None:
+            found = self._layers[knobs] = {}
+        return found
+
+    def _layer(
+        self, c: LayerCost, p: Plan, memo: dict[int, tuple[float, ...]] | None = None
+    ) -> tuple[float, ...]:
+        """One layer's micro-batch terms (compute, recompute, tp, cp, ep), memoized in ``memo``
+        (:meth:`_layer_memo` of ``p``, looked up here when not given)."""
+        if memo is None:
+            memo = self._layer_memo(p)
+        found = memo.get(id(c))
         if found is None:
             b = Breakdown()
             self._layer_time(c, p, b, 1.0)
-            found = self._layers[key] = (b.compute, b.recompute, b.tp, b.cp, b.ep)
+            found = memo[id(c)] = (b.compute, b.recompute, b.tp, b.cp, b.ep)
         return found
 
     def _stage_kinds(self, p: Plan) -> list[tuple[bool, list[tuple[LayerCost, int]]]]:
@@ -600,12 +598,13 @@ class Model:
         logits = 3 * 2.0 * self.arch.hidden_size * self.arch.padded_vocab(1) * tokens / p.tp
         logits *= (1 + self.arch.mtp_num_layers) / bf16
         stages = self._stage_kinds(p)
+        memo = self._layer_memo(p)
         slowest: tuple[float, ...] = ()
         slowest_total = -1.0
         for last, kinds in stages:
             terms = [0.0] * 5
             for cost, count in kinds:
-                for j, value in enumerate(self._layer(cost, p)):
+                for j, value in enumerate(self._layer(cost, p, memo)):
                     terms[j] += value * count
             if last:
                 terms[0] += logits
@@ -632,8 +631,9 @@ class Model:
         """Compute plus CP seconds of one micro-batch over every layer (what the CP transport
         changes: its exchange, and the length of the attention kernels)."""
         total = 0.0
+        memo = self._layer_memo(p)
         for c in self.costs:
-            terms = self._layer(c, p)
+            terms = self._layer(c, p, memo)
             total += terms[0] + terms[3]
         return total
 
@@ -645,7 +645,8 @@ class Model:
     def ep_time(self, p: Plan) -> float:
         """EP all-to-all seconds per micro-batch of one layer of each distinct kind (enough to
         choose the dispatcher: every kind's time scales alike with it)."""
-        return sum(self._layer(c, p)[4] for c in self.kinds)
+        memo = self._layer_memo(p)
+        return sum(self._layer(c, p, memo)[4] for c in self.kinds)
 
     def counts(self, tp: int) -> Any:
         if tp not in self._counts:
