@@ -53,21 +53,48 @@ def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
     return found
 
 
+class _Shared:
+    """What every stage of one estimate shares, each computed when a stage first asks (in the
+    order the first stage asks, so the context's notes keep their order): the bytes per
+    parameter (asked only when a rank's state terms are not reused), the fixed terms and the
+    allocator overhead, none of which depends on the stage."""
+
+    def __init__(self, ctx: _Ctx) -> None:
+        self.ctx = ctx
+        self._bytes: _Bytes | None = None
+        self._fixed: list[Term] | None = None
+        self._overhead: tuple[float, str] | None = None
+
+    def bytes(self) -> _Bytes:
+        if self._bytes is None:
+            self._bytes = _state_bytes(self.ctx)
+        return self._bytes
+
+    def fixed(self) -> list[Term]:
+        if self._fixed is None:
+            self._fixed = _fixed_terms(self.ctx)
+        return self._fixed
+
+    def overhead(self) -> tuple[float, str]:
+        if self._overhead is None:
+            self._overhead = overhead(self.ctx)
+        return self._overhead
+
+
 def _stage_estimate(
     ctx: _Ctx,
     stage: _Stage,
     params: tuple[LayerParams, ...],
-    b: Callable[[], _Bytes],
+    shared: _Shared,
     reuse: Reuse | None = None,
 ) -> StageEstimate:
     """Terms of one rank; the allocated peak is states + max(activations, optimizer step,
     checkpoint load), or states + activations + step under full-iteration CUDA graphs (the
     graph's private pool is not released to the eager optimizer step; not in the lower bound).
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
-    the allocator's peak counter runs from process start (Bridge reports max_allocated).
-    ``b`` gives the bytes per parameter (asked only when the state terms are not reused)."""
+    the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
     states = _reused(reuse, "state", ctx, stage.rank,
-                     lambda: _rank_state_terms(ctx, stage, params, b()))  # fmt: skip
+                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes()))  # fmt: skip
     terms = states + _reused(reuse, "activation", ctx, stage.rank,
                              lambda: _activation_terms(ctx, stage))  # fmt: skip
     graph = _graph_term(ctx, stage)
@@ -86,14 +113,14 @@ def _stage_estimate(
         phases.append(("checkpoint load", load))
     phase, peak = max(phases, key=lambda item: item[1])
     allocated = state + peak
-    fraction, why = overhead(ctx)
+    fraction, why = shared.overhead()
     margin = Term(
         ALLOCATOR,
         allocated * fraction,
         f"{fraction:.3g} × allocated peak {allocated:.2f} GiB: reserved − allocated ({why})",
         "margin",
     )
-    terms += [*_fixed_terms(ctx), margin]
+    terms += [*shared.fixed(), margin]
     if ctx.mode == "upper":
         band = ctx.settings.band
         terms.append(
@@ -268,16 +295,9 @@ def _layer_params(arch: Arch, tp: int) -> tuple[LayerParams, ...]:
 def _stages(
     ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...], reuse: Reuse | None
 ) -> tuple[StageEstimate, ...]:
-    """Every pipeline rank's estimate in the context's mode (the bytes per parameter computed
-    once, and only when some rank's state terms are not reused)."""
-    found: list[_Bytes] = []
-
-    def b() -> _Bytes:
-        if not found:
-            found.append(_state_bytes(ctx))
-        return found[0]
-
-    return tuple(_stage_estimate(ctx, stage, params, b, reuse) for stage in placement)
+    """Every pipeline rank's estimate in the context's mode."""
+    shared = _Shared(ctx)
+    return tuple(_stage_estimate(ctx, stage, params, shared, reuse) for stage in placement)
 
 
 def _standard_assumptions(ctx: _Ctx) -> None:
