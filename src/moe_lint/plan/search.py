@@ -136,6 +136,17 @@ class _Pruned:
             if need is not None:
                 self.need[key] = min(need, self.need.get(key, math.inf))
 
+    def add_all(self, rows: Sequence[Mapping[str, Any]], reason: str) -> None:
+        """:meth:`add` of each row (rows with the same dimensions), one pass per dimension
+        (the search counts thousands at once): the same counts as one call per row and, per
+        dimension, the same order of values and reasons, which is all :attr:`by` keeps."""
+        self.events += len(rows)
+        flat = self.flat
+        for name in rows[0] if rows else ():
+            for value, n in Counter(row[name] for row in rows).items():
+                key = (name, value, reason)
+                flat[key] = flat.get(key, 0) + n
+
     @property
     def by(self) -> dict[str, dict[str, Counter[str]]]:
         out: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
@@ -795,16 +806,13 @@ def search(req: Request) -> Outcome:
     states_over: dict[tuple[int, int, int], list[tuple[tuple[int, ...], float]]] = {}
     inferred = 0
     timed = 0
-    for score, world, lay, disp in bounds:
-        if req.exclude and (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["etp"], lay["vpp"],
-                            lay["mbs"]) in req.exclude:  # fmt: skip
+    for i, (score, world, lay, disp) in enumerate(bounds):
+        if _excluded(req, lay):
             continue
         if len(kept) >= req.keep and score <= _score(req, kept[-1]):
-            dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
-            pruned.add(
-                {**dims, "dispatcher": disp}, "ranked below the kept plans (optimistic time)"
-            )
-            continue
+            # the kept plans no longer change: every later layout, no faster, ranks below too
+            _count_ranked_below(req, pruned, bounds[i:])
+            break
         found = None
         slower = False
         dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
@@ -894,6 +902,21 @@ def search(req: Request) -> Outcome:
         p = c.plan
         c.layout_text = layout_for(req, p.pp, p.vpp)
     return out
+
+
+def _excluded(req: Request, lay: Mapping[str, int]) -> bool:
+    """The layout is one the linter already dropped (``req.exclude``)."""
+    return bool(req.exclude) and (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["etp"],
+                                  lay["vpp"], lay["mbs"]) in req.exclude  # fmt: skip
+
+
+def _count_ranked_below(
+    req: Request, pruned: _Pruned, rest: Sequence[tuple[float, int, dict[str, int], str]]
+) -> None:
+    """Count the layouts of ``rest`` (but the excluded) as ranked below the kept plans."""
+    rows = [{**{k: lay[k] for k in LAYOUT_DIMS}, "dispatcher": disp}
+            for _, _, lay, disp in rest if not _excluded(req, lay)]  # fmt: skip
+    pruned.add_all(rows, "ranked below the kept plans (optimistic time)")
 
 
 def _dominated(
