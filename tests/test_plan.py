@@ -629,6 +629,27 @@ def test_the_states_screen_is_a_floor_and_keeps_the_same_plans(
     assert screened.memory_checks < unscreened.memory_checks
 
 
+def test_counting_many_prunes_at_once_is_counting_them_one_by_one() -> None:
+    """_Pruned.add_all (the layouts ranked below the kept plans) keeps what one add per row
+    keeps: the counts and, per dimension, the order of values and reasons (the report's)."""
+    from moe_lint.plan.search import _Pruned
+
+    grid = itertools.product((4, 1, 2), (2, 1), ("deepep", "alltoall"))
+    rows = [{"tp": t, "cp": c, "dispatcher": d} for t, c, d in grid]
+    one, many = _Pruned(), _Pruned()
+    for pruned in (one, many):  # earlier prunes, some with the same values
+        pruned.add({"tp": 2, "cp": 1}, "SEQ002: seq % (TP·CP) != 0")
+        pruned.add({"tp": 1, "dispatcher": "alltoall"}, "ranked below the kept plans")
+    for row in rows:
+        one.add(row, "ranked below the kept plans")
+    many.add_all(rows, "ranked below the kept plans")
+    many.add_all([], "nothing")
+    assert one.events == many.events
+    assert [(d, [(v, list(c.items())) for v, c in by.items()]) for d, by in one.by.items()] == [
+        (d, [(v, list(c.items())) for v, c in by.items()]) for d, by in many.by.items()
+    ]
+
+
 def _outcome_record(outcome: Any) -> tuple[Any, ...]:
     """Everything a search reports but its time: the kept plans with every number, in order,
     the prune reasons and the counts."""
