@@ -650,6 +650,26 @@ def test_counting_many_prunes_at_once_is_counting_them_one_by_one() -> None:
     ]
 
 
+def test_the_dispatcher_choice_times_what_the_layers_time() -> None:
+    """Model.ep_time (the search's dispatcher choice) computes only the layers' EP terms: the
+    same seconds as the EP terms of the full layer times, for every dispatcher, precision,
+    EP/ETP group and overlap."""
+    from moe_lint.plan.perf import Plan
+    from moe_lint.plan.run import build
+    from moe_lint.plan.search import request_model
+
+    req, *_ = build(Options(model="deepseek-v3", gpu="h100", gpus=(256,), seq=4096))
+    model = request_model(req)
+    grid = itertools.product(("alltoall", "deepep", "hybridep"), ("bf16", "fp8"),
+                             ((1, 1), (8, 1), (32, 2), (64, 4)), (False, True), (False, True),
+                             ("balanced", "dropless"))  # fmt: skip
+    for dispatcher, precision, (ep, etp), ep_overlap, shared, routing in grid:
+        p = Plan(tp=4, pp=8, cp=2, ep=ep, etp=etp, vpp=1, world=256 * etp, mbs=2, gbs=1024,
+                 seq=4096, precision=precision, dispatcher=dispatcher, ep_overlap=ep_overlap,
+                 shared_expert_overlap=shared, routing=routing)  # fmt: skip
+        assert model.ep_time(p) == sum(model._layer(c, p)[4] for c in model.kinds), p
+
+
 def _outcome_record(outcome: Any) -> tuple[Any, ...]:
     """Everything a search reports but its time: the kept plans with every number, in order,
     the prune reasons and the counts."""

@@ -435,26 +435,29 @@ class Model:
             b.tp += weight * t * (x["tp_with_overlap"] if p.tp_overlap else x["tp_without_overlap"])
         if p.cp > 1 and c.has_attention:
             b.cp += weight * self._cp(c, p, tokens, t_attn + t_attn_bwd)
-        # EP: dispatch + combine, forward and backward (4 all-to-alls)
         if c.moe and p.ep * p.etp > 1:
-            disp_bytes = 2.0
-            if p.precision != "bf16" and p.dispatcher in ("deepep", "hybridep"):
-                disp_bytes = 1.0  # quantized dispatch (combine stays bf16)
-            # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
-            # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
-            width = self.arch.moe_latent_size or h
-            size = load * rank_tokens * p.etp * self.arch.moe_router_topk * width
-            group = p.ep
-            vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
-            kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(
-                p.dispatcher, "a2a_nccl"
-            )
-            t = vol / _bw(hw, _inside(group, p.etp, hw.domain), kind)
-            if p.ep_overlap:
-                t *= x["ep_with_overlap"]
-            elif p.shared_expert_overlap:
-                t *= x["ep_shared_expert_overlap"]
-            b.ep += weight * t
+            b.ep += weight * self._ep(p, load, rank_tokens)
+
+    def _ep(self, p: Plan, load: float, rank_tokens: float) -> float:
+        """Exposed seconds of one MoE layer's EP dispatch and combine, forward and backward
+        (4 all-to-alls), on ``rank_tokens`` tokens of this rank at ``load`` (expert_load)."""
+        x = constants()["exposed"]
+        disp_bytes = 2.0
+        if p.precision != "bf16" and p.dispatcher in ("deepep", "hybridep"):
+            disp_bytes = 1.0  # quantized dispatch (combine stays bf16)
+        # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
+        # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
+        width = self.arch.moe_latent_size or self.arch.hidden_size
+        size = load * rank_tokens * p.etp * self.arch.moe_router_topk * width
+        group = p.ep
+        vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
+        kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(p.dispatcher, "a2a_nccl")
+        t = vol / _bw(self.hw, _inside(group, p.etp, self.hw.domain), kind)
+        if p.ep_overlap:
+            t *= x["ep_with_overlap"]
+        elif p.shared_expert_overlap:
+            t *= x["ep_shared_expert_overlap"]
+        return t
 
     def _attention_chunk(self, p: Plan) -> float:
         """Query tokens of one core-attention kernel call on this rank: the CP shard for the p2p
@@ -644,9 +647,14 @@ class Model:
 
     def ep_time(self, p: Plan) -> float:
         """EP all-to-all seconds per micro-batch of one layer of each distinct kind (enough to
-        choose the dispatcher: every kind's time scales alike with it)."""
-        memo = self._layer_memo(p)
-        return sum(self._layer(c, p, memo)[4] for c in self.kinds)
+        choose the dispatcher: every kind's time scales alike with it): the layers' EP terms
+        alone, without the rest of their time (the search asks for every allowed dispatcher
+        and keeps one)."""
+        if p.ep * p.etp <= 1:
+            return 0.0
+        rank_tokens = p.mbs * self.seq / p.cp / p.tp
+        load = expert_load(p)
+        return sum(self._ep(p, load, rank_tokens) if c.moe else 0.0 for c in self.kinds)
 
     def counts(self, tp: int) -> Any:
         if tp not in self._counts:
