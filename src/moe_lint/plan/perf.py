@@ -590,6 +590,21 @@ class Model:
             self._stages[key] = found
         return found
 
+    def _rank_terms(
+        self, kinds: list[tuple[LayerCost, int]], p: Plan, memo: dict[int, tuple[float, ...]]
+    ) -> list[float]:
+        """One pipeline rank's micro-batch terms (compute, recompute, tp, cp, ep): each
+        distinct layer's terms times its count, summed in layer-kind order."""
+        compute = recompute = tp = cp = ep = 0.0
+        for cost, count in kinds:
+            c0, c1, c2, c3, c4 = self._layer(cost, p, memo)
+            compute += c0 * count
+            recompute += c1 * count
+            tp += c2 * count
+            cp += c3 * count
+            ep += c4 * count
+        return [compute, recompute, tp, cp, ep]
+
     def predict(self, p: Plan) -> Prediction:
         """Step time and throughput of plan ``p`` (the slowest pipeline stage sets the pace)."""
         x = constants()["exposed"]
@@ -605,10 +620,7 @@ class Model:
         slowest: tuple[float, ...] = ()
         slowest_total = -1.0
         for last, kinds in stages:
-            terms = [0.0] * 5
-            for cost, count in kinds:
-                for j, value in enumerate(self._layer(cost, p, memo)):
-                    terms[j] += value * count
+            terms = self._rank_terms(kinds, p, memo)
             if last:
                 terms[0] += logits
             total = sum(terms)
@@ -663,7 +675,8 @@ class Model:
 
     def _dp_and_optimizer(self, p: Plan, per_mb: float) -> tuple[float, float]:
         """Exposed DP/EDP grad reduce-scatter + param all-gather, and the optimizer step."""
-        key = (p.tp, p.pp, p.cp, p.ep, p.etp, p.dp, p.edp, p.grad_fp32, p.param_gather_bytes,
+        # the world with the sizes fixes DP and EDP
+        key = (p.tp, p.pp, p.cp, p.ep, p.etp, p.world, p.grad_fp32, p.param_gather_bytes,
                p.distributed_optimizer, p.offload)  # fmt: skip
         found = self._dp.get(key)
         if found is None:
