@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from moe_lint.analysis.memory.activations import _activation_terms, _rho
 from moe_lint.analysis.memory.allocator import overhead
@@ -25,32 +25,40 @@ from moe_lint.analysis.params import Arch, LayerParams, count_params
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
 
+_T = TypeVar("_T")
+
 
 @dataclass
 class Reuse:
-    """Term lists one caller shares between many estimates (the planner's thousands of
-    layouts of one base config): a rank's state terms are computed once per ``states`` name
-    and its activation terms once per ``activations`` name, in each mode. The caller names
-    what each depends on in its configs (the planner: the plan fields each reads, which also
-    fix the pipeline placement); configs with the same name must have the same terms.
-    ``terms`` holds them per (kind, name, mode, rank). The notes a reused computation would
-    add to the assumptions are not added again: a caller that reuses terms reads totals."""
+    """What one caller shares between many estimates (the planner's thousands of layouts of
+    one base config): a rank's state terms are computed once per ``states`` name, its
+    activation terms once per ``activations`` name (each in each mode) and its parameter
+    counts once per ``params`` name. The caller names what each depends on in its configs
+    (the planner: the plan fields each reads, which also fix the pipeline placement); configs
+    with the same name must have the same terms. ``terms`` holds them per (kind, name, mode,
+    rank), the counts per (kind, name, rank). The notes a reused computation would add to
+    the assumptions are not added again: a caller that reuses terms reads totals."""
 
     states: Hashable
     activations: Hashable
-    terms: dict[tuple[str, Hashable, str, int], list[Term]]
+    params: Hashable
+    terms: dict[tuple[Hashable, ...], Any]
 
 
 def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
-            compute: Callable[[], list[Term]]) -> list[Term]:  # fmt: skip
-    """``compute()``, or the terms ``reuse`` already holds for this kind, name, mode and rank."""
+            compute: Callable[[], _T]) -> _T:  # fmt: skip
+    """``compute()``, or what ``reuse`` already holds for this kind (``state``, ``activation``
+    or ``params``), its name, the mode (but for the counts) and the rank."""
     if reuse is None:
         return compute()
-    key = (kind, reuse.states if kind == "state" else reuse.activations, ctx.mode, rank)
+    if kind == "params":
+        key: tuple[Hashable, ...] = (kind, reuse.params, rank)
+    else:
+        key = (kind, reuse.states if kind == "state" else reuse.activations, ctx.mode, rank)
     found = reuse.terms.get(key)
     if found is None:
         found = reuse.terms[key] = compute()
-    return found
+    return cast(_T, found)
 
 
 class _Shared:
@@ -94,7 +102,8 @@ def _stage_estimate(
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
     the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
     states = _reused(reuse, "state", ctx, stage.rank,
-                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes()))  # fmt: skip
+                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes(),
+                                               reuse))  # fmt: skip
     terms = states + _reused(reuse, "activation", ctx, stage.rank,
                              lambda: _activation_terms(ctx, stage))  # fmt: skip
     graph = _graph_term(ctx, stage)
@@ -146,10 +155,10 @@ def _stage_estimate(
     )
 
 
-def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
-                      b: _Bytes) -> list[Term]:  # fmt: skip
+def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...], b: _Bytes,
+                      reuse: Reuse | None = None) -> list[Term]:  # fmt: skip
     """Weights, gradients and optimizer states of one rank (and its step/load copies)."""
-    rp = _rank_params(ctx, stage, params)
+    rp = _reused(reuse, "params", ctx, stage.rank, lambda: _rank_params(ctx, stage, params))
     return _state_terms(ctx, rp, b, _peft_adapters(ctx, stage))
 
 
@@ -175,7 +184,8 @@ def states_lower_bound(
     stage = next((s for s in placement if s.rank == rank), placement[0])
     params = _layer_params(ctx.arch, ctx.tp)
     terms = _reused(reuse, "state", ctx, stage.rank,
-                    lambda: _rank_state_terms(ctx, stage, params, _state_bytes(ctx)))  # fmt: skip
+                    lambda: _rank_state_terms(ctx, stage, params, _state_bytes(ctx),
+                                              reuse))  # fmt: skip
     return sum(t.gib for t in terms if t.kind == "state")
 
 
