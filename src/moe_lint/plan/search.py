@@ -924,12 +924,13 @@ def _count_ranked_below(
 def _dominated(
     over: Sequence[tuple[tuple[int, ...], float]], sizes: tuple[int, ...]
 ) -> float | None:
-    """The need of a layout in ``over`` whose TP, CP, EP and ETP are each at least ``sizes``'
-    (so this layout, no bigger in any, needs as much), or None."""
-    return next(
-        (need for big, need in over if all(a <= b for a, b in zip(sizes, big, strict=True))),
-        None,
-    )
+    """The need of the first layout in ``over`` whose TP, CP, EP and ETP are each at least
+    ``sizes``' (so this layout, no bigger in any, needs as much), or None."""
+    tp, cp, ep, etp = sizes
+    for (big_tp, big_cp, big_ep, big_etp), need in over:
+        if tp <= big_tp and cp <= big_cp and ep <= big_ep and etp <= big_etp:
+            return need
+    return None
 
 
 def _rung(ro: tuple[tuple[str, ...], float]) -> str:
