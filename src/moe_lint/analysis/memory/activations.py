@@ -4,7 +4,6 @@ head, loss and MTP (docs/memory-model.md, *Activations*)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from moe_lint.analysis.memory.context import _Ctx, _mixed
 from moe_lint.analysis.memory.placement import _Stage
@@ -463,9 +462,8 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
         # The saved-tensor model is itself an estimate: the lower bound keeps the fraction of
         # it no published measurement has come in below (docs/memory-validation.md).
         share = ctx.settings.lower_activation_fraction
-        terms = [replace(t, gib=t.gib * share,
-                         derivation=f"lower bound: {share:g} × ({t.derivation})")
-                 for t in terms]  # fmt: skip
+        terms = [Term(t.name, t.gib * share, f"lower bound: {share:g} × ({t.derivation})",
+                      t.kind) for t in terms]  # fmt: skip
     return terms
 
 
