@@ -577,14 +577,16 @@ class _Memory:
         a rank's activations depend on the sizes, the micro-batch size, the recompute set and
         the micro-batches in flight, not on the offload or the dispatcher (nor the world
         beyond the micro-batch count); a layout's rungs share them, and its states. A rank's
-        parameter counts depend only on the sizes that split them and the pipeline split."""
+        parameter counts depend only on the sizes that split them and the pipeline split,
+        the bytes per parameter on the optimizer's shard groups (DP·CP, EDP) and the offload."""
         # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
         from moe_lint.analysis.memory.estimate import Reuse
 
         activations = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.mbs, p.recompute,
                        _in_flight_cap(p))  # fmt: skip
         params = (p.tp, p.ep, p.etp, p.pp, p.vpp)
-        return Reuse(self.states_key(p), activations, params, self.terms)
+        return Reuse(self.states_key(p), activations, params, (p.dp * p.cp, p.edp, p.offload),
+                     self.terms)  # fmt: skip
 
     def screened(self, p: Plan) -> frozenset[int]:
         """The pipeline ranks the search estimates (run() re-checks every rank): the first two

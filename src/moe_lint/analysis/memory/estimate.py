@@ -32,29 +32,36 @@ _T = TypeVar("_T")
 class Reuse:
     """What one caller shares between many estimates (the planner's thousands of layouts of
     one base config): a rank's state terms are computed once per ``states`` name, its
-    activation terms once per ``activations`` name (each in each mode) and its parameter
-    counts once per ``params`` name. The caller names what each depends on in its configs
-    (the planner: the plan fields each reads, which also fix the pipeline placement); configs
-    with the same name must have the same terms. ``terms`` holds them per (kind, name, mode,
-    rank), the counts per (kind, name, rank). The notes a reused computation would add to
-    the assumptions are not added again: a caller that reuses terms reads totals."""
+    activation terms once per ``activations`` name, its parameter counts once per ``params``
+    name and the bytes per parameter once per ``bytes`` name (the terms and the bytes in
+    each mode). The caller names what each depends on in its configs (the planner: the plan
+    fields each reads, which also fix the pipeline placement); configs with the same name
+    must have the same terms. ``terms`` holds them all under :meth:`key`. The notes a reused
+    computation would add to the assumptions are not added again: a caller that reuses terms
+    reads totals."""
 
     states: Hashable
     activations: Hashable
     params: Hashable
+    bytes: Hashable
     terms: dict[tuple[Hashable, ...], Any]
+
+    def key(self, kind: str, mode: str, rank: int) -> tuple[Hashable, ...]:
+        """Where ``terms`` holds one kind (``state``, ``activation``, ``params`` or
+        ``bytes``) of a rank (the counts do not depend on the mode, the bytes on the rank)."""
+        if kind == "params":
+            return (kind, self.params, rank)
+        if kind == "bytes":
+            return (kind, self.bytes, mode)
+        return (kind, self.states if kind == "state" else self.activations, mode, rank)
 
 
 def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
             compute: Callable[[], _T]) -> _T:  # fmt: skip
-    """``compute()``, or what ``reuse`` already holds for this kind (``state``, ``activation``
-    or ``params``), its name, the mode (but for the counts) and the rank."""
+    """``compute()``, or what ``reuse`` holds of this kind for this rank (:class:`Reuse`)."""
     if reuse is None:
         return compute()
-    if kind == "params":
-        key: tuple[Hashable, ...] = (kind, reuse.params, rank)
-    else:
-        key = (kind, reuse.states if kind == "state" else reuse.activations, ctx.mode, rank)
+    key = reuse.key(kind, ctx.mode, rank)
     found = reuse.terms.get(key)
     if found is None:
         found = reuse.terms[key] = compute()
@@ -67,15 +74,16 @@ class _Shared:
     parameter (asked only when a rank's state terms are not reused), the fixed terms and the
     allocator overhead, none of which depends on the stage."""
 
-    def __init__(self, ctx: _Ctx) -> None:
+    def __init__(self, ctx: _Ctx, reuse: Reuse | None) -> None:
         self.ctx = ctx
+        self.reuse = reuse
         self._bytes: _Bytes | None = None
         self._fixed: list[Term] | None = None
         self._overhead: tuple[float, str] | None = None
 
     def bytes(self) -> _Bytes:
         if self._bytes is None:
-            self._bytes = _state_bytes(self.ctx)
+            self._bytes = _bytes(self.ctx, self.reuse)
         return self._bytes
 
     def fixed(self) -> list[Term]:
@@ -87,6 +95,11 @@ class _Shared:
         if self._overhead is None:
             self._overhead = overhead(self.ctx)
         return self._overhead
+
+
+def _bytes(ctx: _Ctx, reuse: Reuse | None) -> _Bytes:
+    """The bytes per parameter of the context (:func:`_state_bytes`), reused by name."""
+    return _reused(reuse, "bytes", ctx, 0, lambda: _state_bytes(ctx))
 
 
 def _stage_estimate(
@@ -184,7 +197,7 @@ def states_lower_bound(
     stage = next((s for s in placement if s.rank == rank), placement[0])
     params = _layer_params(ctx.arch, ctx.tp)
     terms = _reused(reuse, "state", ctx, stage.rank,
-                    lambda: _rank_state_terms(ctx, stage, params, _state_bytes(ctx),
+                    lambda: _rank_state_terms(ctx, stage, params, _bytes(ctx, reuse),
                                               reuse))  # fmt: skip
     return sum(t.gib for t in terms if t.kind == "state")
 
@@ -306,7 +319,7 @@ def _stages(
     ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...], reuse: Reuse | None
 ) -> tuple[StageEstimate, ...]:
     """Every pipeline rank's estimate in the context's mode."""
-    shared = _Shared(ctx)
+    shared = _Shared(ctx, reuse)
     return tuple(_stage_estimate(ctx, stage, params, shared, reuse) for stage in placement)
 
 
