@@ -670,6 +670,23 @@ def test_the_dispatcher_choice_times_what_the_layers_time() -> None:
         assert model.ep_time(p) == sum(model._layer(c, p)[4] for c in model.kinds), p
 
 
+def test_the_bound_times_what_predict_times() -> None:
+    """Model.tokens_per_s_per_gpu (the search's optimistic bound, without the breakdown) is
+    predict's throughput to the last bit, on every layout the search bounds."""
+    from moe_lint.plan import search as search_module
+    from moe_lint.plan.run import build
+
+    req, *_ = build(Options(model="deepseek-v3", gpu="h100", gpus=(128,), seq=4096, gbs=512))
+    model = search_module.request_model(req)
+    layouts = list(search_module._feasible_layouts(req, 128, search_module._Pruned()))
+    assert len(layouts) > 1000 and {lay["pp"] for lay in layouts} > {1, 2}
+    plans = [search_module._plan(req, lay, 128) for lay in layouts]  # the bound's plans
+    plans += [search_module._plan(req, lay, 128, recompute=("full",), offload=0.5)
+              for lay in layouts[::7]]  # fmt: skip
+    for p in plans:
+        assert model.tokens_per_s_per_gpu(p) == model.predict(p).tokens_per_s_per_gpu, p
+
+
 def _outcome_record(outcome: Any) -> tuple[Any, ...]:
     """Everything a search reports but its time: the kept plans with every number, in order,
     the prune reasons and the counts."""

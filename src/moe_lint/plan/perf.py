@@ -607,6 +607,23 @@ class Model:
 
     def predict(self, p: Plan) -> Prediction:
         """Step time and throughput of plan ``p`` (the slowest pipeline stage sets the pace)."""
+        compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer = self._step_terms(p)
+        b = Breakdown(compute=compute, recompute=recompute, tp=tp, cp=cp, ep=ep, pp_p2p=pp_p2p,
+                      bubble=bubble, dp=dp, optimizer=optimizer)  # fmt: skip
+        step = b.step
+        tps = p.gbs * self.seq / step / p.world
+        return Prediction(step, tps, tps * self.flops_token / 1e12, b)
+
+    def tokens_per_s_per_gpu(self, p: Plan) -> float:
+        """``predict(p).tokens_per_s_per_gpu`` without building the breakdown and the
+        prediction (the search's bound asks it of every layout)."""
+        compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer = self._step_terms(p)
+        step = compute + recompute + tp + cp + ep + pp_p2p + bubble + dp + optimizer  # .step
+        return p.gbs * self.seq / step / p.world
+
+    def _step_terms(self, p: Plan) -> tuple[float, ...]:
+        """The step's seconds by cause, in :class:`Breakdown`'s field order (compute,
+        recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer)."""
         x = constants()["exposed"]
         tokens = p.mbs * self.seq / p.cp
         # logits on the last rank, in BF16 (TE keeps the output layer out of FP8)
@@ -628,19 +645,17 @@ class Model:
                 slowest, slowest_total = tuple(terms), total
         m = p.microbatches
         compute, recompute, tp, cp, ep = (value * m for value in slowest)
-        b = Breakdown(compute=compute, recompute=recompute, tp=tp, cp=cp, ep=ep)
         per_mb = slowest_total
-        b.bubble = per_mb * (p.pp - 1) / p.vpp if p.pp > 1 else 0.0
+        bubble = per_mb * (p.pp - 1) / p.vpp if p.pp > 1 else 0.0
+        pp_p2p = 0.0
         if p.pp > 1:
             size = tokens / p.tp * self.arch.hidden_size * 2
             vol = 2 * 2 * p.vpp * size  # send + recv, forward + backward, per chunk
             stride = p.world // p.pp
             t = vol / _bw(self.hw, 1.0 if stride * 2 <= self.hw.domain else 0.0, "p2p")
-            b.pp_p2p = m * t * x["pp_p2p"]
-        b.dp, b.optimizer = self._dp_and_optimizer(p, per_mb)
-        step = b.step
-        tps = p.gbs * self.seq / step / p.world
-        return Prediction(step, tps, tps * self.flops_token / 1e12, b)
+            pp_p2p = m * t * x["pp_p2p"]
+        dp, optimizer = self._dp_and_optimizer(p, per_mb)
+        return compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer
 
     def cp_cost(self, p: Plan) -> float:
         """Compute plus CP seconds of one micro-batch over every layer (what the CP transport

@@ -801,8 +801,8 @@ def search(req: Request) -> Outcome:
                 disp = chosen[dkey] = min(
                     allowed, key=lambda d: model.ep_time(_plan(req, lay, world, dispatcher=d))
                 )
-            optimistic = model.predict(_plan(req, lay, world, dispatcher=disp))
-            bounds.append((_score_of(req, optimistic, world), world, lay, disp))
+            optimistic = model.tokens_per_s_per_gpu(_plan(req, lay, world, dispatcher=disp))
+            bounds.append((_score_tput(req, optimistic, world), world, lay, disp))
     bounds.sort(key=lambda b: -b[0])
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
@@ -975,7 +975,9 @@ def _choose_rung(
     for off in offloads:
         cheapest = _plan(req, lay, world, dispatcher=disp, recompute=ladder[0], offload=off)
         timed += 1
-        if _score_of(req, model.predict(cheapest), world) <= max(bar, _best(req, best)):
+        if _score_tput(req, model.tokens_per_s_per_gpu(cheapest), world) <= max(
+            bar, _best(req, best)
+        ):
             break  # more offload only adds time
         if not fits(ladder[-1], off):
             continue
@@ -1004,7 +1006,11 @@ def _best(req: Request, c: Candidate | None) -> float:
 
 def _score_of(req: Request, pred: Prediction, world: int) -> float:
     """Higher is better: tokens/s/GPU, or (objective ``gpus``) fewest GPUs, then tokens/s/GPU."""
-    tput = pred.tokens_per_s_per_gpu
+    return _score_tput(req, pred.tokens_per_s_per_gpu, world)
+
+
+def _score_tput(req: Request, tput: float, world: int) -> float:
+    """:func:`_score_of` of a throughput (tokens/s/GPU)."""
     return tput if req.objective == "throughput" else -world + tput * 1e-9
 
 
