@@ -122,10 +122,13 @@ def _stage_estimate(
     graph = _graph_term(ctx, stage)
     if graph is not None:
         terms.append(graph)
-    state = sum(t.gib for t in terms if t.kind == "state")
-    act = sum(t.gib for t in terms if t.kind == "activation")
-    step = sum(t.gib for t in terms if t.kind == "step")
-    load = sum(t.gib for t in terms if t.kind == "load")
+    by_kind: dict[str, list[float]] = {}  # each kind's GiB in term order, in one pass
+    for t in terms:
+        by_kind.setdefault(t.kind, []).append(t.gib)
+    state = sum(by_kind.get("state", ()))
+    act = sum(by_kind.get("activation", ()))
+    step = sum(by_kind.get("step", ()))
+    load = sum(by_kind.get("load", ()))
     pooled = (str(ctx.v.get("model.cuda_graph_impl", default="none")) == "full_iteration"
               and ctx.mode != "lower")  # fmt: skip
     phases = [("forward/backward", act), ("optimizer step", step)]
