@@ -627,3 +627,117 @@ def test_the_states_screen_is_a_floor_and_keeps_the_same_plans(
     assert over > 0, "the case no longer exercises the screen"
     assert [c.plan for c in screened.kept] == [c.plan for c in unscreened.kept]
     assert screened.memory_checks < unscreened.memory_checks
+
+
+def test_counting_many_prunes_at_once_is_counting_them_one_by_one() -> None:
+    """_Pruned.add_all (the layouts ranked below the kept plans) keeps what one add per row
+    keeps: the counts and, per dimension, the order of values and reasons (the report's)."""
+    from moe_lint.plan.search import _Pruned
+
+    grid = itertools.product((4, 1, 2), (2, 1), ("deepep", "alltoall"))
+    rows = [{"tp": t, "cp": c, "dispatcher": d} for t, c, d in grid]
+    one, many = _Pruned(), _Pruned()
+    for pruned in (one, many):  # earlier prunes, some with the same values
+        pruned.add({"tp": 2, "cp": 1}, "SEQ002: seq % (TP·CP) != 0")
+        pruned.add({"tp": 1, "dispatcher": "alltoall"}, "ranked below the kept plans")
+    for row in rows:
+        one.add(row, "ranked below the kept plans")
+    many.add_all(rows, "ranked below the kept plans")
+    many.add_all([], "nothing")
+    assert one.events == many.events
+    assert [(d, [(v, list(c.items())) for v, c in by.items()]) for d, by in one.by.items()] == [
+        (d, [(v, list(c.items())) for v, c in by.items()]) for d, by in many.by.items()
+    ]
+
+
+def test_the_dispatcher_choice_times_what_the_layers_time() -> None:
+    """Model.ep_time (the search's dispatcher choice) computes only the layers' EP terms: the
+    same seconds as the EP terms of the full layer times, for every dispatcher, precision,
+    EP/ETP group and overlap."""
+    from moe_lint.plan.perf import Plan
+    from moe_lint.plan.run import build
+    from moe_lint.plan.search import request_model
+
+    req, *_ = build(Options(model="deepseek-v3", gpu="h100", gpus=(256,), seq=4096))
+    model = request_model(req)
+    grid = itertools.product(("alltoall", "deepep", "hybridep"), ("bf16", "fp8"),
+                             ((1, 1), (8, 1), (32, 2), (64, 4)), (False, True), (False, True),
+                             ("balanced", "dropless"))  # fmt: skip
+    for dispatcher, precision, (ep, etp), ep_overlap, shared, routing in grid:
+        p = Plan(tp=4, pp=8, cp=2, ep=ep, etp=etp, vpp=1, world=256 * etp, mbs=2, gbs=1024,
+                 seq=4096, precision=precision, dispatcher=dispatcher, ep_overlap=ep_overlap,
+                 shared_expert_overlap=shared, routing=routing)  # fmt: skip
+        assert model.ep_time(p) == sum(model._layer(c, p)[4] for c in model.kinds), p
+
+
+def test_the_bound_times_what_predict_times() -> None:
+    """Model.tokens_per_s_per_gpu (the search's optimistic bound, without the breakdown) is
+    predict's throughput to the last bit, on every layout the search bounds."""
+    from moe_lint.plan import search as search_module
+    from moe_lint.plan.run import build
+
+    req, *_ = build(Options(model="deepseek-v3", gpu="h100", gpus=(128,), seq=4096, gbs=512))
+    model = search_module.request_model(req)
+    layouts = list(search_module._feasible_layouts(req, 128, search_module._Pruned()))
+    assert len(layouts) > 1000 and {lay["pp"] for lay in layouts} > {1, 2}
+    plans = [search_module._plan(req, lay, 128) for lay in layouts]  # the bound's plans
+    plans += [search_module._plan(req, lay, 128, recompute=("full",), offload=0.5)
+              for lay in layouts[::7]]  # fmt: skip
+    for p in plans:
+        assert model.tokens_per_s_per_gpu(p) == model.predict(p).tokens_per_s_per_gpu, p
+
+
+def _outcome_record(outcome: Any) -> tuple[Any, ...]:
+    """Everything a search reports but its time: the kept plans with every number, in order,
+    the prune reasons and the counts."""
+    return (
+        [repr(c) for c in outcome.kept],
+        repr(outcome.pruned),
+        outcome.visited,
+        outcome.prunes,
+        outcome.timed,
+        outcome.memory_checks,
+        outcome.inferred,
+    )
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        Options(model="qwen3-235b-a22b", gpu="h200", gpus=(16,), seq=4096, gbs=64,
+                fixed={"mbs": 1, "etp": 1, "vpp": 1}),
+        Options(model="deepseek-v3", gpu="h100", gpus=(128,), seq=4096, gbs=512,
+                fixed={"mbs": 1}),
+    ],
+    ids=["qwen3-16", "dsv3-128"],
+)  # fmt: skip
+def test_reused_memory_terms_keep_the_search_identical(
+    opts: Options, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner shares the memory model's state terms between a layout's micro-batch
+    sizes, recompute sets and dispatchers, and its activation terms between its offload
+    levels and dispatchers (_Memory.reuse): the search finds the same plans, with the same
+    numbers, the same prunes and the same counts as one that computes every term afresh."""
+    import importlib
+
+    from moe_lint.plan import search as search_module
+    from moe_lint.plan.run import build
+
+    estimate_module = importlib.import_module("moe_lint.analysis.memory.estimate")
+    computed: list[str] = []
+    real_activations = estimate_module._activation_terms
+
+    def activations(ctx: Any, stage: Any) -> Any:
+        computed.append("activation")
+        return real_activations(ctx, stage)
+
+    monkeypatch.setattr(estimate_module, "_activation_terms", activations)
+    req, *_ = build(opts)
+    reused = _outcome_record(search_module.search(req))
+    with_reuse = len(computed)
+    computed.clear()
+    monkeypatch.setattr(search_module._Memory, "reuse", lambda self, p: None)
+    req, *_ = build(opts)
+    fresh = _outcome_record(search_module.search(req))
+    assert reused == fresh
+    assert with_reuse < len(computed), "the case no longer reuses any term"

@@ -134,6 +134,22 @@ def _moe_lint_analysis_memory_context__ValuesOnly(cls):
     return __init__, __repr__, __eq__
 
 
+def _moe_lint_analysis_memory_estimate_Reuse(cls):
+    def __init__(self,states,activations,params,bytes,terms):
+        self.states=states
+        self.activations=activations
+        self.params=params
+        self.bytes=bytes
+        self.terms=terms
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(states={self.states!r}, activations={self.activations!r}, params={self.params!r}, bytes={self.bytes!r}, terms={self.terms!r})"
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.states,self.activations,self.params,self.bytes,self.terms,)==(other.states,other.activations,other.params,other.bytes,other.terms,)
+        return NotImplemented
+    return __init__, __repr__, __eq__
+
+
 def _moe_lint_analysis_memory_placement__Stage(cls, _dflt_chunks, _dflt_embedding, _dflt_head, _dflt_mtp):
     def __init__(self,rank,chunks=FACTORY,embedding=_dflt_embedding,head=_dflt_head,mtp=_dflt_mtp):
         self.rank=rank
@@ -1245,6 +1261,7 @@ METHODS: dict[str, Any] = {
     'moe_lint.analysis.memory.allocator.Fit': ((True, (('gpu', 'str', '-', True, True), ('expandable', 'bool', '-', True, True), ('pairs', 'tuple[tuple[str, float], ...]', '-', True, True)), ()), _moe_lint_analysis_memory_allocator_Fit),
     'moe_lint.analysis.memory.context._Ctx': ((False, (('arch', 'Arch', '-', True, True), ('v', '_Values', '-', True, True), ('settings', 'MemorySettings', '-', True, True), ('tp', 'int', '-', True, True), ('pp', 'int', '-', True, True), ('cp', 'int', '-', True, True), ('ep', 'int', '-', True, True), ('etp', 'int', '-', True, True), ('dp', 'int', '-', True, True), ('edp', 'int', '-', True, True), ('vpp', 'int', '-', True, True), ('sp', 'bool', '-', True, True), ('seq', 'int', '-', True, True), ('mbs', 'int', '-', True, True), ('microbatches', 'int', '-', True, True), ('world', 'int', '-', True, True), ('te', 'Version', 'f', True, True), ('te_stated', 'bool', 'd', True, True), ('mode', 'str', 'd', True, True), ('assumptions', 'list[str]', 'f', True, True), ('gpu', 'str | None', 'd', True, True), ('layer_sizes', 'dict[tuple[str, str, bool], tuple[float, float, float]]', 'f', True, True)), ()), _moe_lint_analysis_memory_context__Ctx),
     'moe_lint.analysis.memory.context._ValuesOnly': ((False, (('v', '_Values', '-', True, True),), ()), _moe_lint_analysis_memory_context__ValuesOnly),
+    'moe_lint.analysis.memory.estimate.Reuse': ((False, (('states', 'Hashable', '-', True, True), ('activations', 'Hashable', '-', True, True), ('params', 'Hashable', '-', True, True), ('bytes', 'Hashable', '-', True, True), ('terms', 'dict[tuple[Hashable, ...], Any]', '-', True, True)), ()), _moe_lint_analysis_memory_estimate_Reuse),
     'moe_lint.analysis.memory.placement._Stage': ((False, (('rank', 'int', '-', True, True), ('chunks', 'list[list[int]]', 'f', True, True), ('embedding', 'bool', 'd', True, True), ('head', 'bool', 'd', True, True), ('mtp', 'int', 'd', True, True)), ()), _moe_lint_analysis_memory_placement__Stage),
     'moe_lint.analysis.memory.results.Bounds': ((True, (('lower', 'float', '-', True, True), ('central', 'float', '-', True, True), ('band', 'float', '-', True, True)), ()), _moe_lint_analysis_memory_results_Bounds),
     'moe_lint.analysis.memory.results.Estimate': ((True, (('stages', 'tuple[StageEstimate, ...]', '-', True, True), ('worst', 'StageEstimate', '-', True, True), ('capacity_gib', 'float | None', '-', True, True), ('usable_gib', 'float | None', '-', True, True), ('assumptions', 'tuple[str, ...]', '-', True, True), ('lower', 'tuple[StageEstimate, ...]', 'd', True, True), ('upper', 'tuple[StageEstimate, ...]', 'd', True, True)), ()), _moe_lint_analysis_memory_results_Estimate),

@@ -354,7 +354,7 @@ class Model:
     seq: int
     costs: list[LayerCost]
     flops_token: float
-    _layers: dict[tuple[Any, ...], tuple[float, ...]] = field(default_factory=dict)
+    _layers: dict[tuple[Any, ...], dict[int, tuple[float, ...]]] = field(default_factory=dict)
     _stages: dict[tuple[Any, ...], list[tuple[bool, list[tuple[LayerCost, int]]]]] = field(
         default_factory=dict
     )
@@ -435,26 +435,29 @@ class Model:
             b.tp += weight * t * (x["tp_with_overlap"] if p.tp_overlap else x["tp_without_overlap"])
         if p.cp > 1 and c.has_attention:
             b.cp += weight * self._cp(c, p, tokens, t_attn + t_attn_bwd)
-        # EP: dispatch + combine, forward and backward (4 all-to-alls)
         if c.moe and p.ep * p.etp > 1:
-            disp_bytes = 2.0
-            if p.precision != "bf16" and p.dispatcher in ("deepep", "hybridep"):
-                disp_bytes = 1.0  # quantized dispatch (combine stays bf16)
-            # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
-            # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
-            width = self.arch.moe_latent_size or h
-            size = load * rank_tokens * p.etp * self.arch.moe_router_topk * width
-            group = p.ep
-            vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
-            kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(
-                p.dispatcher, "a2a_nccl"
-            )
-            t = vol / _bw(hw, _inside(group, p.etp, hw.domain), kind)
-            if p.ep_overlap:
-                t *= x["ep_with_overlap"]
-            elif p.shared_expert_overlap:
-                t *= x["ep_shared_expert_overlap"]
-            b.ep += weight * t
+            b.ep += weight * self._ep(p, load, rank_tokens)
+
+    def _ep(self, p: Plan, load: float, rank_tokens: float) -> float:
+        """Exposed seconds of one MoE layer's EP dispatch and combine, forward and backward
+        (4 all-to-alls), on ``rank_tokens`` tokens of this rank at ``load`` (expert_load)."""
+        x = constants()["exposed"]
+        disp_bytes = 2.0
+        if p.precision != "bf16" and p.dispatcher in ("deepep", "hybridep"):
+            disp_bytes = 1.0  # quantized dispatch (combine stays bf16)
+        # LatentMoE dispatches and combines in the latent width (MCore moe_layer.py::
+        # MoELayer.dispatch_preprocess applies fc1_latent_proj before the dispatcher)
+        width = self.arch.moe_latent_size or self.arch.hidden_size
+        size = load * rank_tokens * p.etp * self.arch.moe_router_topk * width
+        group = p.ep
+        vol = 2 * size * (disp_bytes + 2.0) * (group - 1) / group
+        kind = {"deepep": "a2a_deepep", "hybridep": "a2a_hybridep"}.get(p.dispatcher, "a2a_nccl")
+        t = vol / _bw(self.hw, _inside(group, p.etp, self.hw.domain), kind)
+        if p.ep_overlap:
+            t *= x["ep_with_overlap"]
+        elif p.shared_expert_overlap:
+            t *= x["ep_shared_expert_overlap"]
+        return t
 
     def _attention_chunk(self, p: Plan) -> float:
         """Query tokens of one core-attention kernel call on this rank: the CP shard for the p2p
@@ -538,34 +541,32 @@ class Model:
             t += t_dense * c.shared / total_dense
         return t
 
-    def _layer(self, c: LayerCost, p: Plan) -> tuple[float, ...]:
-        """One layer's micro-batch terms (compute, recompute, tp, cp, ep), memoized on what they
-        depend on (the search times thousands of layouts that share them)."""
-        key = (
-            id(c),
-            p.tp,
-            p.cp,
-            p.cp_comm,
-            p.cp_a2a,
-            p.ep,
-            p.etp,
-            p.mbs,
-            p.precision,
-            p.dispatcher,
-            p.recompute,
-            p.tp_overlap,
-            p.ep_overlap,
-            p.shared_expert_overlap,
-            p.cuda_graphs,
-            p.routing,
-            p.capacity,
-            p.padded,
-        )
-        found = self._layers.get(key)
+    def _layer_memo(self, p: Plan) -> dict[int, tuple[float, ...]]:
+        """The memoized layer terms of plans with ``p``'s knobs (every field a layer's
+        micro-batch time reads: the sizes but PP, the transport, the micro-batch size, the
+        precision, the dispatcher, recompute, overlaps and routing), by id of the layer cost.
+        The search times thousands of layouts that share them; a plan's key is built once for
+        all its layers."""
+        knobs = (p.tp, p.cp, p.cp_comm, p.cp_a2a, p.ep, p.etp, p.mbs, p.precision, p.dispatcher,
+                 p.recompute, p.tp_overlap, p.ep_overlap, p.shared_expert_overlap, p.cuda_graphs,
+                 p.routing, p.capacity, p.padded)  # fmt: skip
+        found = self._layers.get(knobs)
+        if found is None:
+            found = self._layers[knobs] = {}
+        return found
+
+    def _layer(
+        self, c: LayerCost, p: Plan, memo: dict[int, tuple[float, ...]] | None = None
+    ) -> tuple[float, ...]:
+        """One layer's micro-batch terms (compute, recompute, tp, cp, ep), memoized in ``memo``
+        (:meth:`_layer_memo` of ``p``, looked up here when not given)."""
+        if memo is None:
+            memo = self._layer_memo(p)
+        found = memo.get(id(c))
         if found is None:
             b = Breakdown()
             self._layer_time(c, p, b, 1.0)
-            found = self._layers[key] = (b.compute, b.recompute, b.tp, b.cp, b.ep)
+            found = memo[id(c)] = (b.compute, b.recompute, b.tp, b.cp, b.ep)
         return found
 
     def _stage_kinds(self, p: Plan) -> list[tuple[bool, list[tuple[LayerCost, int]]]]:
@@ -589,8 +590,40 @@ class Model:
             self._stages[key] = found
         return found
 
+    def _rank_terms(
+        self, kinds: list[tuple[LayerCost, int]], p: Plan, memo: dict[int, tuple[float, ...]]
+    ) -> list[float]:
+        """One pipeline rank's micro-batch terms (compute, recompute, tp, cp, ep): each
+        distinct layer's terms times its count, summed in layer-kind order."""
+        compute = recompute = tp = cp = ep = 0.0
+        for cost, count in kinds:
+            c0, c1, c2, c3, c4 = self._layer(cost, p, memo)
+            compute += c0 * count
+            recompute += c1 * count
+            tp += c2 * count
+            cp += c3 * count
+            ep += c4 * count
+        return [compute, recompute, tp, cp, ep]
+
     def predict(self, p: Plan) -> Prediction:
         """Step time and throughput of plan ``p`` (the slowest pipeline stage sets the pace)."""
+        compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer = self._step_terms(p)
+        b = Breakdown(compute=compute, recompute=recompute, tp=tp, cp=cp, ep=ep, pp_p2p=pp_p2p,
+                      bubble=bubble, dp=dp, optimizer=optimizer)  # fmt: skip
+        step = b.step
+        tps = p.gbs * self.seq / step / p.world
+        return Prediction(step, tps, tps * self.flops_token / 1e12, b)
+
+    def tokens_per_s_per_gpu(self, p: Plan) -> float:
+        """``predict(p).tokens_per_s_per_gpu`` without building the breakdown and the
+        prediction (the search's bound asks it of every layout)."""
+        compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer = self._step_terms(p)
+        step = compute + recompute + tp + cp + ep + pp_p2p + bubble + dp + optimizer  # .step
+        return p.gbs * self.seq / step / p.world
+
+    def _step_terms(self, p: Plan) -> tuple[float, ...]:
+        """The step's seconds by cause, in :class:`Breakdown`'s field order (compute,
+        recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer)."""
         x = constants()["exposed"]
         tokens = p.mbs * self.seq / p.cp
         # logits on the last rank, in BF16 (TE keeps the output layer out of FP8)
@@ -600,13 +633,11 @@ class Model:
         logits = 3 * 2.0 * self.arch.hidden_size * self.arch.padded_vocab(1) * tokens / p.tp
         logits *= (1 + self.arch.mtp_num_layers) / bf16
         stages = self._stage_kinds(p)
+        memo = self._layer_memo(p)
         slowest: tuple[float, ...] = ()
         slowest_total = -1.0
         for last, kinds in stages:
-            terms = [0.0] * 5
-            for cost, count in kinds:
-                for j, value in enumerate(self._layer(cost, p)):
-                    terms[j] += value * count
+            terms = self._rank_terms(kinds, p, memo)
             if last:
                 terms[0] += logits
             total = sum(terms)
@@ -614,26 +645,25 @@ class Model:
                 slowest, slowest_total = tuple(terms), total
         m = p.microbatches
         compute, recompute, tp, cp, ep = (value * m for value in slowest)
-        b = Breakdown(compute=compute, recompute=recompute, tp=tp, cp=cp, ep=ep)
         per_mb = slowest_total
-        b.bubble = per_mb * (p.pp - 1) / p.vpp if p.pp > 1 else 0.0
+        bubble = per_mb * (p.pp - 1) / p.vpp if p.pp > 1 else 0.0
+        pp_p2p = 0.0
         if p.pp > 1:
             size = tokens / p.tp * self.arch.hidden_size * 2
             vol = 2 * 2 * p.vpp * size  # send + recv, forward + backward, per chunk
             stride = p.world // p.pp
             t = vol / _bw(self.hw, 1.0 if stride * 2 <= self.hw.domain else 0.0, "p2p")
-            b.pp_p2p = m * t * x["pp_p2p"]
-        b.dp, b.optimizer = self._dp_and_optimizer(p, per_mb)
-        step = b.step
-        tps = p.gbs * self.seq / step / p.world
-        return Prediction(step, tps, tps * self.flops_token / 1e12, b)
+            pp_p2p = m * t * x["pp_p2p"]
+        dp, optimizer = self._dp_and_optimizer(p, per_mb)
+        return compute, recompute, tp, cp, ep, pp_p2p, bubble, dp, optimizer
 
     def cp_cost(self, p: Plan) -> float:
         """Compute plus CP seconds of one micro-batch over every layer (what the CP transport
         changes: its exchange, and the length of the attention kernels)."""
         total = 0.0
+        memo = self._layer_memo(p)
         for c in self.costs:
-            terms = self._layer(c, p)
+            terms = self._layer(c, p, memo)
             total += terms[0] + terms[3]
         return total
 
@@ -644,8 +674,14 @@ class Model:
 
     def ep_time(self, p: Plan) -> float:
         """EP all-to-all seconds per micro-batch of one layer of each distinct kind (enough to
-        choose the dispatcher: every kind's time scales alike with it)."""
-        return sum(self._layer(c, p)[4] for c in self.kinds)
+        choose the dispatcher: every kind's time scales alike with it): the layers' EP terms
+        alone, without the rest of their time (the search asks for every allowed dispatcher
+        and keeps one)."""
+        if p.ep * p.etp <= 1:
+            return 0.0
+        rank_tokens = p.mbs * self.seq / p.cp / p.tp
+        load = expert_load(p)
+        return sum(self._ep(p, load, rank_tokens) if c.moe else 0.0 for c in self.kinds)
 
     def counts(self, tp: int) -> Any:
         if tp not in self._counts:
@@ -654,7 +690,8 @@ class Model:
 
     def _dp_and_optimizer(self, p: Plan, per_mb: float) -> tuple[float, float]:
         """Exposed DP/EDP grad reduce-scatter + param all-gather, and the optimizer step."""
-        key = (p.tp, p.pp, p.cp, p.ep, p.etp, p.dp, p.edp, p.grad_fp32, p.param_gather_bytes,
+        # the world with the sizes fixes DP and EDP
+        key = (p.tp, p.pp, p.cp, p.ep, p.etp, p.world, p.grad_fp32, p.param_gather_bytes,
                p.distributed_optimizer, p.offload)  # fmt: skip
         found = self._dp.get(key)
         if found is None:

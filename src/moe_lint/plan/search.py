@@ -136,6 +136,17 @@ class _Pruned:
             if need is not None:
                 self.need[key] = min(need, self.need.get(key, math.inf))
 
+    def add_all(self, rows: Sequence[Mapping[str, Any]], reason: str) -> None:
+        """:meth:`add` of each row (rows with the same dimensions), one pass per dimension
+        (the search counts thousands at once): the same counts as one call per row and, per
+        dimension, the same order of values and reasons, which is all :attr:`by` keeps."""
+        self.events += len(rows)
+        flat = self.flat
+        for name in rows[0] if rows else ():
+            for value, n in Counter(row[name] for row in rows).items():
+                key = (name, value, reason)
+                flat[key] = flat.get(key, 0) + n
+
     @property
     def by(self) -> dict[str, dict[str, Counter[str]]]:
         out: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
@@ -535,6 +546,7 @@ class _Memory:
         self.lower_cache: dict[tuple[Any, ...], float] = {}
         self.states_cache: dict[tuple[Any, ...], float] = {}
         self.ranks: dict[tuple[Any, ...], frozenset[int]] = {}
+        self.terms: dict[Any, Any] = {}  # the memory model's reused terms (_Memory.reuse)
         self.checks = 0
 
     def key(self, p: Plan) -> tuple[Any, ...]:
@@ -550,8 +562,31 @@ class _Memory:
             p.recompute,
             p.offload,
             p.dispatcher,
-            min(p.microbatches, p.pp * p.vpp * 2),
+            _in_flight_cap(p),
         )
+
+    @staticmethod
+    def states_key(p: Plan) -> tuple[Any, ...]:
+        """What the states (weights, gradients, optimizer) of a plan's ranks depend on: the
+        sizes, their shard groups (the world) and the offload; not the micro-batch size, the
+        recompute set or the dispatcher."""
+        return (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.world, p.offload)
+
+    def reuse(self, p: Plan) -> Any:
+        """The memory model's term reuse for a plan (analysis/memory/estimate.py::Reuse):
+        a rank's activations depend on the sizes, the micro-batch size, the recompute set and
+        the micro-batches in flight, not on the offload or the dispatcher (nor the world
+        beyond the micro-batch count); a layout's rungs share them, and its states. A rank's
+        parameter counts depend only on the sizes that split them and the pipeline split,
+        the bytes per parameter on the optimizer's shard groups (DP·CP, EDP) and the offload."""
+        # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
+        from moe_lint.analysis.memory.estimate import Reuse
+
+        activations = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.mbs, p.recompute,
+                       _in_flight_cap(p))  # fmt: skip
+        params = (p.tp, p.ep, p.etp, p.pp, p.vpp)
+        return Reuse(self.states_key(p), activations, params, (p.dp * p.cp, p.edp, p.offload),
+                     self.terms)  # fmt: skip
 
     def screened(self, p: Plan) -> frozenset[int]:
         """The pipeline ranks the search estimates (run() re-checks every rank): the first two
@@ -597,7 +632,7 @@ class _Memory:
         """Rank 0's weights, gradients and optimizer states (lower-bound mode): a floor
         under :meth:`lower` that skips the activations, shared by every micro-batch size and
         dispatcher (neither changes the states)."""
-        k = (p.tp, p.pp, p.cp, p.ep, p.etp, p.vpp, p.world, p.offload)
+        k = self.states_key(p)
         found = self.states_cache.get(k)
         if found is None:
             # Lazy: the memory model (~40 ms to import) loads only when a plan is estimated.
@@ -606,7 +641,12 @@ class _Memory:
             self.checks += 1
             values, facts = plan_inputs(self.req, p)
             found = self.states_cache[k] = states_lower_bound(
-                values, facts, self.req.memory_settings, self.req.versions, arch=self.req.arch
+                values,
+                facts,
+                self.req.memory_settings,
+                self.req.versions,
+                arch=self.req.arch,
+                reuse=self.reuse(p),
             )
         return found
 
@@ -624,7 +664,14 @@ class _Memory:
             bounds=bounds,
             ranks=ranks,
             arch=self.req.arch,
+            reuse=self.reuse(p),
         )
+
+
+def _in_flight_cap(p: Plan) -> int:
+    """The plan's micro-batches, capped where no rank holds more in flight (1F1B holds at most
+    PP, the interleaved schedule under 2·PP): what the memory model reads of the count."""
+    return min(p.microbatches, p.pp * p.vpp * 2)
 
 
 def plan_values(req: Request, p: Plan) -> dict[str, Any]:
@@ -754,8 +801,8 @@ def search(req: Request) -> Outcome:
                 disp = chosen[dkey] = min(
                     allowed, key=lambda d: model.ep_time(_plan(req, lay, world, dispatcher=d))
                 )
-            optimistic = model.predict(_plan(req, lay, world, dispatcher=disp))
-            bounds.append((_score_of(req, optimistic, world), world, lay, disp))
+            optimistic = model.tokens_per_s_per_gpu(_plan(req, lay, world, dispatcher=disp))
+            bounds.append((_score_tput(req, optimistic, world), world, lay, disp))
     bounds.sort(key=lambda b: -b[0])
     saving = (ladder[-1], offloads[-1])
     kept: list[Candidate] = []
@@ -763,16 +810,13 @@ def search(req: Request) -> Outcome:
     states_over: dict[tuple[int, int, int], list[tuple[tuple[int, ...], float]]] = {}
     inferred = 0
     timed = 0
-    for score, world, lay, disp in bounds:
-        if req.exclude and (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["etp"], lay["vpp"],
-                            lay["mbs"]) in req.exclude:  # fmt: skip
+    for i, (score, world, lay, disp) in enumerate(bounds):
+        if _excluded(req, lay):
             continue
         if len(kept) >= req.keep and score <= _score(req, kept[-1]):
-            dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
-            pruned.add(
-                {**dims, "dispatcher": disp}, "ranked below the kept plans (optimistic time)"
-            )
-            continue
+            # the kept plans no longer change: every later layout, no faster, ranks below too
+            _count_ranked_below(req, pruned, bounds[i:])
+            break
         found = None
         slower = False
         dims = {k: lay[k] for k in ("tp", "cp", "pp", "vpp", "ep", "etp", "mbs")}
@@ -864,15 +908,31 @@ def search(req: Request) -> Outcome:
     return out
 
 
+def _excluded(req: Request, lay: Mapping[str, int]) -> bool:
+    """The layout is one the linter already dropped (``req.exclude``)."""
+    return bool(req.exclude) and (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["etp"],
+                                  lay["vpp"], lay["mbs"]) in req.exclude  # fmt: skip
+
+
+def _count_ranked_below(
+    req: Request, pruned: _Pruned, rest: Sequence[tuple[float, int, dict[str, int], str]]
+) -> None:
+    """Count the layouts of ``rest`` (but the excluded) as ranked below the kept plans."""
+    rows = [{**{k: lay[k] for k in LAYOUT_DIMS}, "dispatcher": disp}
+            for _, _, lay, disp in rest if not _excluded(req, lay)]  # fmt: skip
+    pruned.add_all(rows, "ranked below the kept plans (optimistic time)")
+
+
 def _dominated(
     over: Sequence[tuple[tuple[int, ...], float]], sizes: tuple[int, ...]
 ) -> float | None:
-    """The need of a layout in ``over`` whose TP, CP, EP and ETP are each at least ``sizes``'
-    (so this layout, no bigger in any, needs as much), or None."""
-    return next(
-        (need for big, need in over if all(a <= b for a, b in zip(sizes, big, strict=True))),
-        None,
-    )
+    """The need of the first layout in ``over`` whose TP, CP, EP and ETP are each at least
+    ``sizes``' (so this layout, no bigger in any, needs as much), or None."""
+    tp, cp, ep, etp = sizes
+    for (big_tp, big_cp, big_ep, big_etp), need in over:
+        if tp <= big_tp and cp <= big_cp and ep <= big_ep and etp <= big_etp:
+            return need
+    return None
 
 
 def _rung(ro: tuple[tuple[str, ...], float]) -> str:
@@ -915,7 +975,9 @@ def _choose_rung(
     for off in offloads:
         cheapest = _plan(req, lay, world, dispatcher=disp, recompute=ladder[0], offload=off)
         timed += 1
-        if _score_of(req, model.predict(cheapest), world) <= max(bar, _best(req, best)):
+        if _score_tput(req, model.tokens_per_s_per_gpu(cheapest), world) <= max(
+            bar, _best(req, best)
+        ):
             break  # more offload only adds time
         if not fits(ladder[-1], off):
             continue
@@ -944,7 +1006,11 @@ def _best(req: Request, c: Candidate | None) -> float:
 
 def _score_of(req: Request, pred: Prediction, world: int) -> float:
     """Higher is better: tokens/s/GPU, or (objective ``gpus``) fewest GPUs, then tokens/s/GPU."""
-    tput = pred.tokens_per_s_per_gpu
+    return _score_tput(req, pred.tokens_per_s_per_gpu, world)
+
+
+def _score_tput(req: Request, tput: float, world: int) -> float:
+    """:func:`_score_of` of a throughput (tokens/s/GPU)."""
     return tput if req.objective == "throughput" else -world + tput * 1e-9
 
 

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from moe_lint.analysis.memory.context import _Ctx, _mixed
 from moe_lint.analysis.memory.placement import _Stage
 from moe_lint.analysis.memory.results import GIB, Term
-from moe_lint.records import replace
 
 Pieces = dict[str, float]
 
@@ -463,9 +462,8 @@ def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:
         # The saved-tensor model is itself an estimate: the lower bound keeps the fraction of
         # it no published measurement has come in below (docs/memory-validation.md).
         share = ctx.settings.lower_activation_fraction
-        terms = [replace(t, gib=t.gib * share,
-                         derivation=f"lower bound: {share:g} × ({t.derivation})")
-                 for t in terms]  # fmt: skip
+        terms = [Term(t.name, t.gib * share, f"lower bound: {share:g} × ({t.derivation})",
+                      t.kind) for t in terms]  # fmt: skip
     return terms
 
 

@@ -133,13 +133,11 @@ def _context(
     tp, pp, cp, ep, etp, world, dp, edp = (int(facts[n]) for n in (
         "tp", "pp", "cp", "ep", "etp", "world", "dp", "edp"))  # fmt: skip
     vpp = int(facts["vpp"] or 1)
-    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(facts["sp"] and tp > 1),
-               int(facts["seq"]), int(facts["mbs"]), int(facts["microbatches"]),
-               world)  # fmt: skip
     stated = dict(versions or {})
-    ctx.te = effective_version(stated, "transformer-engine")
-    ctx.te_stated = "transformer-engine" in stated
-    ctx.mode = mode
+    ctx = _Ctx(arch, v, s, tp, pp, cp, ep, etp, dp, edp, vpp, bool(facts["sp"] and tp > 1),
+               int(facts["seq"]), int(facts["mbs"]), int(facts["microbatches"]), world,
+               te=effective_version(stated, "transformer-engine"),
+               te_stated="transformer-engine" in stated, mode=mode)  # fmt: skip
     gpu = facts.get("gpu_name")
     ctx.gpu = str(gpu) if gpu else None
     for text in (*facts.get("assumed", ()), *arch.assumed):

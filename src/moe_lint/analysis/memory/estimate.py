@@ -3,9 +3,9 @@ peak, three ways (lower bound, central estimate, band)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from moe_lint.analysis.memory.activations import _activation_terms, _rho
 from moe_lint.analysis.memory.allocator import overhead
@@ -23,24 +23,112 @@ from moe_lint.analysis.memory.states import (
 from moe_lint.analysis.params import Arch, LayerParams, count_params
 from moe_lint.config.memory_settings import MemorySettings
 from moe_lint.config.versions import Version
-from moe_lint.records import replace
+from moe_lint.records import record, replace
+
+_T = TypeVar("_T")
 
 
-def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
-                    b: _Bytes) -> StageEstimate:  # fmt: skip
+@record
+class Reuse:
+    """What one caller shares between many estimates (the planner's thousands of layouts of
+    one base config): a rank's state terms are computed once per ``states`` name, its
+    activation terms once per ``activations`` name, its parameter counts once per ``params``
+    name and the bytes per parameter once per ``bytes`` name (the terms and the bytes in
+    each mode). The caller names what each depends on in its configs (the planner: the plan
+    fields each reads, which also fix the pipeline placement); configs with the same name
+    must have the same terms. ``terms`` holds them all under :meth:`key`. The notes a reused
+    computation would add to the assumptions are not added again: a caller that reuses terms
+    reads totals."""
+
+    states: Hashable
+    activations: Hashable
+    params: Hashable
+    bytes: Hashable
+    terms: dict[tuple[Hashable, ...], Any]
+
+    def key(self, kind: str, mode: str, rank: int) -> tuple[Hashable, ...]:
+        """Where ``terms`` holds one kind (``state``, ``activation``, ``params`` or
+        ``bytes``) of a rank (the counts do not depend on the mode, the bytes on the rank)."""
+        if kind == "params":
+            return (kind, self.params, rank)
+        if kind == "bytes":
+            return (kind, self.bytes, mode)
+        return (kind, self.states if kind == "state" else self.activations, mode, rank)
+
+
+def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
+            compute: Callable[[], _T]) -> _T:  # fmt: skip
+    """``compute()``, or what ``reuse`` holds of this kind for this rank (:class:`Reuse`)."""
+    if reuse is None:
+        return compute()
+    key = reuse.key(kind, ctx.mode, rank)
+    found = reuse.terms.get(key)
+    if found is None:
+        found = reuse.terms[key] = compute()
+    return cast(_T, found)
+
+
+class _Shared:
+    """What every stage of one estimate shares, each computed when a stage first asks (in the
+    order the first stage asks, so the context's notes keep their order): the bytes per
+    parameter (asked only when a rank's state terms are not reused), the fixed terms and the
+    allocator overhead, none of which depends on the stage."""
+
+    def __init__(self, ctx: _Ctx, reuse: Reuse | None) -> None:
+        self.ctx = ctx
+        self.reuse = reuse
+        self._bytes: _Bytes | None = None
+        self._fixed: list[Term] | None = None
+        self._overhead: tuple[float, str] | None = None
+
+    def bytes(self) -> _Bytes:
+        if self._bytes is None:
+            self._bytes = _bytes(self.ctx, self.reuse)
+        return self._bytes
+
+    def fixed(self) -> list[Term]:
+        if self._fixed is None:
+            self._fixed = _fixed_terms(self.ctx)
+        return self._fixed
+
+    def overhead(self) -> tuple[float, str]:
+        if self._overhead is None:
+            self._overhead = overhead(self.ctx)
+        return self._overhead
+
+
+def _bytes(ctx: _Ctx, reuse: Reuse | None) -> _Bytes:
+    """The bytes per parameter of the context (:func:`_state_bytes`), reused by name."""
+    return _reused(reuse, "bytes", ctx, 0, lambda: _state_bytes(ctx))
+
+
+def _stage_estimate(
+    ctx: _Ctx,
+    stage: _Stage,
+    params: tuple[LayerParams, ...],
+    shared: _Shared,
+    reuse: Reuse | None = None,
+) -> StageEstimate:
     """Terms of one rank; the allocated peak is states + max(activations, optimizer step,
     checkpoint load), or states + activations + step under full-iteration CUDA graphs (the
     graph's private pool is not released to the eager optimizer step; not in the lower bound).
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
     the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
-    terms = _rank_state_terms(ctx, stage, params, b) + _activation_terms(ctx, stage)
+    states = _reused(reuse, "state", ctx, stage.rank,
+                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes(),
+                                               reuse))  # fmt: skip
+    terms = states + _reused(reuse, "activation", ctx, stage.rank,
+                             lambda: _activation_terms(ctx, stage))  # fmt: skip
     graph = _graph_term(ctx, stage)
     if graph is not None:
         terms.append(graph)
-    state = sum(t.gib for t in terms if t.kind == "state")
-    act = sum(t.gib for t in terms if t.kind == "activation")
-    step = sum(t.gib for t in terms if t.kind == "step")
-    load = sum(t.gib for t in terms if t.kind == "load")
+    by_kind: dict[str, list[float]] = {}  # each kind's GiB in term order, in one pass
+    for t in terms:
+        by_kind.setdefault(t.kind, []).append(t.gib)
+    state = sum(by_kind.get("state", ()))
+    act = sum(by_kind.get("activation", ()))
+    step = sum(by_kind.get("step", ()))
+    load = sum(by_kind.get("load", ()))
     pooled = (str(ctx.v.get("model.cuda_graph_impl", default="none")) == "full_iteration"
               and ctx.mode != "lower")  # fmt: skip
     phases = [("forward/backward", act), ("optimizer step", step)]
@@ -50,14 +138,14 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
         phases.append(("checkpoint load", load))
     phase, peak = max(phases, key=lambda item: item[1])
     allocated = state + peak
-    fraction, why = overhead(ctx)
+    fraction, why = shared.overhead()
     margin = Term(
         ALLOCATOR,
         allocated * fraction,
         f"{fraction:.3g} × allocated peak {allocated:.2f} GiB: reserved − allocated ({why})",
         "margin",
     )
-    terms += [*_fixed_terms(ctx), margin]
+    terms += [*shared.fixed(), margin]
     if ctx.mode == "upper":
         band = ctx.settings.band
         terms.append(
@@ -83,10 +171,10 @@ def _stage_estimate(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     )
 
 
-def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
-                      b: _Bytes) -> list[Term]:  # fmt: skip
+def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...], b: _Bytes,
+                      reuse: Reuse | None = None) -> list[Term]:  # fmt: skip
     """Weights, gradients and optimizer states of one rank (and its step/load copies)."""
-    rp = _rank_params(ctx, stage, params)
+    rp = _reused(reuse, "params", ctx, stage.rank, lambda: _rank_params(ctx, stage, params))
     return _state_terms(ctx, rp, b, _peft_adapters(ctx, stage))
 
 
@@ -98,17 +186,22 @@ def states_lower_bound(
     *,
     rank: int = 0,
     arch: Arch | None = None,
+    reuse: Reuse | None = None,
 ) -> float:
     """GiB of the weights, gradients and optimizer states (the "state" terms of the lower
     bound) on pipeline rank ``rank``: a floor under that rank's lower bound, whose peak adds
     activations, buffers and the allocator margin to it (:func:`_stage_estimate`). The
     planner rejects a layout on it without computing the activations, and, since it does not
-    depend on the micro-batch size or the dispatcher, once for all of them."""
+    depend on the micro-batch size or the dispatcher, once for all of them. With ``reuse``
+    the terms are those the lower bound of the same rank then reuses (:class:`Reuse`)."""
     settings = settings or MemorySettings()
     ctx = _context(values, facts, settings, versions, arch=arch, mode="lower")
     placement = _placement(ctx, facts)
     stage = next((s for s in placement if s.rank == rank), placement[0])
-    terms = _rank_state_terms(ctx, stage, _layer_params(ctx.arch, ctx.tp), _state_bytes(ctx))
+    params = _layer_params(ctx.arch, ctx.tp)
+    terms = _reused(reuse, "state", ctx, stage.rank,
+                    lambda: _rank_state_terms(ctx, stage, params, _bytes(ctx, reuse),
+                                              reuse))  # fmt: skip
     return sum(t.gib for t in terms if t.kind == "state")
 
 
@@ -176,6 +269,7 @@ def estimate(
     bounds: bool | Literal["lower", "lower-only"] = True,
     ranks: frozenset[int] | None = None,
     arch: Arch | None = None,
+    reuse: Reuse | None = None,
 ) -> Estimate:
     """Peak memory per pipeline rank of the config in ``values`` under the derived ``facts``.
 
@@ -188,7 +282,8 @@ def estimate(
     ``"lower-only"`` computes only the lower bound (``stages`` then hold it too). ``ranks``
     limits the estimate to those pipeline ranks (the planner's search screens ranks 0, 1 and
     the last; a plan it shows gets every rank); ``arch`` is the architecture already read
-    from ``values`` (the planner reads it once for thousands of estimates). Raises
+    from ``values`` (the planner reads it once for thousands of estimates); ``reuse`` shares
+    the ranks' state and activation terms with the caller's other estimates. Raises
     :class:`MemoryInputError` when a size, the model dimensions or the sequence length are
     missing.
     """
@@ -199,7 +294,7 @@ def estimate(
     placement = _placement(ctx, facts)
     if ranks is not None:
         placement = [s for s in placement if s.rank in ranks] or placement
-    stages = _stages(ctx, placement, params)
+    stages = _stages(ctx, placement, params, reuse)
     worst = max(stages, key=lambda s: s.total_gib)
     lower: tuple[StageEstimate, ...] = ()
     upper: tuple[StageEstimate, ...] = ()
@@ -208,7 +303,7 @@ def estimate(
     elif bounds:
         for mode in ("lower",) if bounds == "lower" else ("lower", "upper"):
             other = replace(ctx, mode=mode, assumptions=[], layer_sizes={})
-            result = _stages(other, placement, params)
+            result = _stages(other, placement, params, reuse)
             if mode == "lower":
                 lower = result
             else:
@@ -224,11 +319,11 @@ def _layer_params(arch: Arch, tp: int) -> tuple[LayerParams, ...]:
 
 
 def _stages(
-    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...]
+    ctx: _Ctx, placement: list[_Stage], params: tuple[LayerParams, ...], reuse: Reuse | None
 ) -> tuple[StageEstimate, ...]:
     """Every pipeline rank's estimate in the context's mode."""
-    b = _state_bytes(ctx)
-    return tuple(_stage_estimate(ctx, stage, params, b) for stage in placement)
+    shared = _Shared(ctx, reuse)
+    return tuple(_stage_estimate(ctx, stage, params, shared, reuse) for stage in placement)
 
 
 def _standard_assumptions(ctx: _Ctx) -> None:

@@ -27,38 +27,45 @@ class _Stage:
         return [i for chunk in self.chunks for i in chunk]
 
 
-def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> Placement:
+def _split(ctx: _Ctx, facts: Mapping[str, Any]) -> tuple[Placement, list[_Stage] | None]:
     """The ``placement`` fact derive computed (analysis/placement.py); a caller that passes
-    plain sizes (tests, tools/memory_report.py) gets the same placement from the values."""
+    plain sizes (tests, tools/memory_report.py) gets the same placement from the values. With
+    it, the ranks' stages when they are memoized with it (:func:`_placed`), else None."""
     placed = facts.get("placement")
     if isinstance(placed, Placement):
-        return placed
+        return placed, None
     v = ctx.v
     first = v.get("model.num_layers_in_first_pipeline_stage")
     last = v.get("model.num_layers_in_last_pipeline_stage")
     layout = v.get("model.pipeline_model_parallel_layout") or None
-    placer = _place_cached if layout is None or isinstance(layout, str) else place
-    return placer(
-        num_layers=ctx.arch.num_layers,
-        mtp=ctx.arch.mtp_num_layers,
-        pp=ctx.pp,
-        vpp=ctx.vpp,
-        first=None if first is None else int(first),
-        last=None if last is None else int(last),
-        emb=v.flag("model.account_for_embedding_in_pipeline_split"),
-        loss=v.flag("model.account_for_loss_in_pipeline_split"),
-        layout=layout,
-    )
+    args = (ctx.arch.num_layers, ctx.arch.mtp_num_layers, ctx.pp, ctx.vpp,
+            None if first is None else int(first), None if last is None else int(last),
+            v.flag("model.account_for_embedding_in_pipeline_split"),
+            v.flag("model.account_for_loss_in_pipeline_split"))  # fmt: skip
+    if layout is None or isinstance(layout, str):
+        placed, stages = _placed(*args, layout)
+        return placed, list(stages)
+    return _place(*args, layout), None
 
 
-#: ``place`` of a split written as scalars (a string layout or none), memoized: the planner
-#: estimates many candidates that share their pipeline split.
-_place_cached = lru_cache(maxsize=256)(place)
+def _place(num_layers: int, mtp: int, pp: int, vpp: int, first: int | None, last: int | None,
+           emb: bool, loss: bool, layout: Any) -> Placement:  # fmt: skip
+    return place(num_layers=num_layers, mtp=mtp, pp=pp, vpp=vpp, first=first, last=last,
+                 emb=emb, loss=loss, layout=layout)  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _placed(*args: Any) -> tuple[Placement, tuple[_Stage, ...]]:
+    """``place`` of a split written as scalars (a string layout or none) and its ranks'
+    stages, memoized: the planner estimates many candidates that share their pipeline split.
+    The stages are shared between those estimates, which only read them."""
+    placed = _place(*args)
+    return placed, tuple(_rank_stages(placed, args[2]))
 
 
 def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage]:
     """Layer indices per rank and virtual chunk; embedding, head and MTP, from the placement."""
-    placed = _split(ctx, facts or {})
+    placed, stages = _split(ctx, facts or {})
     if not placed.stages:
         if placed.method == "uneven":
             first = ctx.v.get("model.num_layers_in_first_pipeline_stage")
@@ -81,7 +88,12 @@ def _placement(ctx: _Ctx, facts: Mapping[str, Any] | None = None) -> list[_Stage
             f"the pipeline split places {placed_layers} layers but the model has "
             f"{ctx.arch.num_layers}"
         )
-    stages = [_Stage(r, [[] for _ in range(placed.vpp)]) for r in range(ctx.pp)]
+    return _rank_stages(placed, ctx.pp) if stages is None else stages
+
+
+def _rank_stages(placed: Placement, pp: int) -> list[_Stage]:
+    """What each of the ``pp`` ranks holds, from the placement's virtual stages."""
+    stages = [_Stage(r, [[] for _ in range(placed.vpp)]) for r in range(pp)]
     for vs in placed.stages:
         stage = stages[vs.rank]
         stage.chunks[vs.chunk] = list(vs.layers)
