@@ -383,15 +383,17 @@ def test_a_dp_1_plan_carries_the_linters_warning(capsys) -> None:  # type: ignor
 
 
 @pytest.mark.slow
-def test_docs_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
-    """The planner example of docs/commands/plan.md is this code's output: every line it shows
-    (the pruned list is cut with '…') is a line of the same command's output, in the same order."""
+@pytest.mark.parametrize("page", ["docs/commands/plan.md", "README.md"])
+def test_docs_planner_run_is_a_real_run(capsys: pytest.CaptureFixture[str], page: str) -> None:
+    """The planner example of docs/commands/plan.md, and its excerpt in the README, is this
+    code's output: every line it shows (cut with '…') is a line of the same command's output,
+    in the same order."""
     import re
     import shlex
 
     from conftest import REPO
 
-    text = (REPO / "docs" / "commands" / "plan.md").read_text(encoding="utf-8")
+    text = (REPO / page).read_text(encoding="utf-8")
     start = text.index("$ moe-lint plan --model deepseek-v3 --gpu h100 --gpus 256 --seq 131072 "
                        "--precision fp8-blockwise \\\n")  # fmt: skip
     block = text[start : text.index("\n```", start)].splitlines()
