@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import assert_tool_current
 from moe_lint.config import _compiled_data, settings
 
 
 def test_the_compiled_tables_are_fresh() -> None:
-    proc = subprocess.run(
-        [sys.executable, "tools/compile_data.py", "--check"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert_tool_current("compile_data.py")
 
 
 @pytest.mark.parametrize("name", sorted(_compiled_data.SOURCES))

@@ -20,22 +20,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, assert_tool_current
 from moe_lint import records
 
-PROBE = r"""
-import dataclasses, importlib, inspect, json, pickle, pkgutil, sys
-sys.path.insert(0, "tools")
-import moe_lint
-from moe_lint import records
-
-if sys.argv[1] == "dataclasses":
-    def as_dataclass(cls, frozen):
-        records.DECLARED[f"{cls.__module__}.{cls.__qualname__}"] = cls
-        return records._as_dataclass(cls, frozen)
-    records._build = as_dataclass
-
-
+#: What both probes use: a hashable, comparable stand-in for a field value, and a call's
+#: outcome (its repr, or the exception's class and message).
+SHARED = r"""
 class Probe:
     def __init__(self, i):
         self.i = i
@@ -52,6 +42,21 @@ def outcome(call):
         return ["ok", repr(call())]
     except Exception as exc:
         return [type(exc).__module__ + "." + type(exc).__qualname__, str(exc)]
+"""
+
+PROBE = r"""
+import dataclasses, importlib, inspect, json, pickle, pkgutil, sys
+sys.path.insert(0, "tools")
+import moe_lint
+from moe_lint import records
+
+if sys.argv[1] == "dataclasses":
+    def as_dataclass(cls, frozen):
+        records.DECLARED[f"{cls.__module__}.{cls.__qualname__}"] = cls
+        return records._as_dataclass(cls, frozen)
+    records._build = as_dataclass
+
+#SHARED
 
 
 def show(value):
@@ -118,23 +123,7 @@ for info in pkgutil.walk_packages(moe_lint.__path__, "moe_lint."):
     if not info.name.endswith(("__main__", "_record_methods")):
         importlib.import_module(info.name)
 
-
-class Probe:
-    def __init__(self, i):
-        self.i = i
-    def __repr__(self):
-        return f"Probe({self.i})"
-    def __eq__(self, other):
-        return isinstance(other, Probe) and other.i == self.i
-    def __hash__(self):
-        return hash(self.i)
-
-
-def outcome(call):
-    try:
-        return ["ok", repr(call())]
-    except Exception as exc:
-        return [type(exc).__qualname__, str(exc)]
+#SHARED
 
 
 def written(annotation):
@@ -182,7 +171,7 @@ print(json.dumps({key: describe(cls) for key, cls in found.items()}))
 
 def _describe(mode: str, probe: str = PROBE) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-c", probe, mode],
+        [sys.executable, "-c", probe.replace("#SHARED\n", SHARED), mode],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -215,15 +204,7 @@ def test_every_named_tuple_is_the_class_typing_makes_of_it() -> None:
 
 
 def test_the_generated_methods_are_fresh() -> None:
-    proc = subprocess.run(
-        [sys.executable, "tools/records.py", "--check"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert_tool_current("records.py")
 
 
 def test_an_edited_record_falls_back_to_dataclass_and_says_so() -> None:
