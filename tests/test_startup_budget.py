@@ -122,4 +122,5 @@ def test_a_full_dump_with_the_memory_model_defines_its_records_without_dataclass
     code, modules, out = _modules(str(DUMP), "--gpus", "1024", "--gpu", "h100")
     assert code in (0, 1) and "(1 file" in out, out
     assert "moe_lint.analysis.memory" in modules  # the memory model ran: its records are built
-    assert [m for m in ("dataclasses", "inspect") if m in modules] == []
+    # (inspect is not asked here: on Python 3.13 packaging.version's @deprecated imports it.)
+    assert "dataclasses" not in modules
