@@ -201,7 +201,7 @@ def _attach(
     if "__match_args__" not in cls.__dict__:
         cls.__match_args__ = tuple(f[0] for f in fields)  # type: ignore[attr-defined, misc]
     for name in ("__dataclass_fields__", "__dataclass_params__"):
-        setattr(cls, name, _DataclassFacts(spec, values, name))
+        setattr(cls, name, _DataclassFacts(name))
     return cls
 
 
@@ -231,24 +231,25 @@ class _DataclassFacts:
     the one asked for, so ``dataclasses`` is imported only by a caller that needs it.
     """
 
-    def __init__(self, spec: Spec, values: tuple[Any, ...], name: str) -> None:
-        self.spec = spec
-        self.values = values
+    def __init__(self, name: str) -> None:
         self.name = name
 
     def __get__(self, instance: object, owner: type) -> Any:
-        real = _twin_of(owner, self.spec, self.values)
+        # The record itself, also when read through a plain subclass of it.
+        declared = next(c for c in owner.__mro__ if c.__dict__.get(self.name) is self)
+        real = twin(declared)
         for name in ("__dataclass_fields__", "__dataclass_params__"):
-            setattr(owner, name, real.__dict__[name])
-        return owner.__dict__[self.name]
+            setattr(declared, name, real.__dict__[name])
+        return declared.__dict__[self.name]
 
 
-def _twin_of(cls: type, spec: Spec, values: tuple[Any, ...]) -> type:
-    """A real ``@dataclass`` made from the same declaration as ``cls``."""
-    # Lazy: only a caller of dataclasses.fields() & co. (or a test) needs the real thing.
-    import dataclasses
-
-    frozen, fields, _ = spec
+def twin(cls: type) -> type:
+    """The real ``@dataclass`` a record stands for, made from the same declaration (for
+    ``dataclasses.fields()`` & co., the tests and the generator)."""
+    facts = cls.__dict__.get("__record__")
+    if facts is None:
+        raise TypeError(f"{cls.__qualname__} is not a record with generated methods")
+    (frozen, fields, _), values = facts
     body: dict[str, Any] = {
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
@@ -257,27 +258,17 @@ def _twin_of(cls: type, spec: Spec, values: tuple[Any, ...]) -> type:
     }
     given = iter(values)
     for name, _, kind, repr_, compare in fields:
-        if kind == "f":
-            body[name] = dataclasses.field(default_factory=next(given), repr=repr_, compare=compare)
-        elif kind == "d":
-            body[name] = dataclasses.field(default=next(given), repr=repr_, compare=compare)
-        elif not (repr_ and compare):
-            body[name] = dataclasses.field(repr=repr_, compare=compare)
-    return dataclasses.dataclass(frozen=frozen)(type(cls.__name__, (), body))
-
-
-def twin(cls: type) -> type:
-    """The real ``@dataclass`` a record stands for (for tests and the generator)."""
-    facts = cls.__dict__.get("__record__")
-    if facts is None:
-        raise TypeError(f"{cls.__qualname__} is not a record with generated methods")
-    spec, values = facts
-    return _twin_of(cls, spec, values)
+        default = next(given) if kind == "d" else MISSING
+        factory = next(given) if kind == "f" else MISSING
+        if kind != "-" or not (repr_ and compare):
+            body[name] = Field(default, factory, repr_, compare)
+    return _as_dataclass(type(cls.__name__, (), body), frozen)
 
 
 def _as_dataclass(cls: type[_T], frozen: bool) -> type[_T]:
-    """The slow road: ``@dataclass`` itself, with :func:`field` specs turned into its own."""
-    # Lazy: the slow road is for declarations without generated methods.
+    """``@dataclass`` itself, with :func:`field` specs turned into its own: the slow road of
+    a declaration without generated methods, and a record's :func:`twin`."""
+    # Lazy: only the slow road and a caller of dataclasses.fields() & co. need dataclasses.
     import dataclasses
 
     for name, value in list(cls.__dict__.items()):
@@ -345,16 +336,16 @@ class _NamedTupleMeta(type):
         if bases != (_NamedTupleBase,):  # Generic & co.: typing's own machinery
             return typing.NamedTupleMeta(typename, (typing._NamedTuple,), ns)  # type: ignore[attr-defined]
         annotations = ns.get("__annotations__", {})
-        defaults = []
+        default_names: list[str] = []
         for name in annotations:
             if name in ns:
-                defaults.append(ns[name])
-            elif defaults:
+                default_names.append(name)
+            elif default_names:  # typing.NamedTupleMeta's own message
                 raise TypeError(
                     f"Non-default namedtuple field {name} cannot follow default field"
-                    f"{'s' if len(defaults) > 1 else ''} "
-                    f"{', '.join(n for n in annotations if n in ns)}"
+                    f"{'s' if len(default_names) > 1 else ''} {', '.join(default_names)}"
                 )
+        defaults = [ns[name] for name in default_names]
         fields = list(annotations)
         made = collections.namedtuple(typename, fields, defaults=defaults, module=ns["__module__"])  # type: ignore[misc]
         made.__annotations__ = made.__new__.__annotations__ = dict(annotations)
