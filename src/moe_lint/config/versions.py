@@ -173,18 +173,7 @@ def satisfies(version: Version | None, spec: str, package: str | None = None) ->
             if plain is not None:
                 return plain
         version = newest_released(package)
-    for op, other in _clauses(spec):
-        ok = {
-            "<": version < other,
-            "<=": version <= other,
-            ">": version > other,
-            ">=": version >= other,
-            "==": version == other,
-            "!=": version != other,
-        }[op]
-        if not ok:
-            return False
-    return True
+    return all(_OPS[op](version, other) for op, other in _clauses(spec))
 
 
 def _release_satisfies(release: str, spec: str) -> bool | None:
