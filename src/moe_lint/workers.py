@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -162,7 +163,6 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
 
     context = multiprocessing.get_context("fork")
     results: list[FileResult | None] = [None] * len(paths)
-    strings: dict[str, str] = {}
     deaths = [0] * len(paths)
     todo: deque[int] = deque(range(len(paths)))
     workers = [_Worker(context) for _ in range(min(jobs, len(paths)))]
@@ -195,7 +195,7 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
                     else:
                         worker.task = None
                         if kind == "ok":
-                            results[got] = _shared(value, strings)
+                            results[got] = _shared(value)
                         elif kind == "RulePackError":
                             failure = RulePackError(value)
                         elif kind == "UsageError":
@@ -231,18 +231,19 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
 
 #: The finding fields that repeat across files (one rule's name, severity and source; the
 #: same config path): a result arrives unpickled, each string its own copy, so the parent
-#: keeps one of each. Messages and derivations name the file's own values: mostly unique.
+#: keeps one of each (``sys.intern``). Messages and derivations name the file's own values:
+#: mostly unique.
 _REPEATED = ("code", "name", "severity", "path", "file", "applicability", "fix", "source")
 
 
-def _shared(result: FileResult, strings: dict[str, str]) -> FileResult:
+def _shared(result: FileResult) -> FileResult:
     """``result`` with its findings' repeated strings replaced by the run's one copy each
     (a finding is about 1.4 kB in the parent; this takes off about a third)."""
     for finding in result.findings:
         for name in _REPEATED:
             value = getattr(finding, name)
             if value is not None:
-                setattr(finding, name, strings.setdefault(value, value))
+                setattr(finding, name, sys.intern(value))
     return result
 
 
