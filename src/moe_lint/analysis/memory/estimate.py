@@ -4,7 +4,7 @@ peak, three ways (lower bound, central estimate, band)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal, TypeVar, cast
 
 from moe_lint.analysis.memory.activations import _activation_terms, _rho
@@ -77,24 +77,18 @@ class _Shared:
     def __init__(self, ctx: _Ctx, reuse: Reuse | None) -> None:
         self.ctx = ctx
         self.reuse = reuse
-        self._bytes: _Bytes | None = None
-        self._fixed: list[Term] | None = None
-        self._overhead: tuple[float, str] | None = None
 
+    @cached_property
     def bytes(self) -> _Bytes:
-        if self._bytes is None:
-            self._bytes = _bytes(self.ctx, self.reuse)
-        return self._bytes
+        return _bytes(self.ctx, self.reuse)
 
+    @cached_property
     def fixed(self) -> list[Term]:
-        if self._fixed is None:
-            self._fixed = _fixed_terms(self.ctx)
-        return self._fixed
+        return _fixed_terms(self.ctx)
 
+    @cached_property
     def overhead(self) -> tuple[float, str]:
-        if self._overhead is None:
-            self._overhead = overhead(self.ctx)
-        return self._overhead
+        return overhead(self.ctx)
 
 
 def _bytes(ctx: _Ctx, reuse: Reuse | None) -> _Bytes:
@@ -115,7 +109,7 @@ def _stage_estimate(
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
     the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
     states = _reused(reuse, "state", ctx, stage.rank,
-                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes(),
+                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes,
                                                reuse))  # fmt: skip
     terms = states + _reused(reuse, "activation", ctx, stage.rank,
                              lambda: _activation_terms(ctx, stage))  # fmt: skip
@@ -138,14 +132,14 @@ def _stage_estimate(
         phases.append(("checkpoint load", load))
     phase, peak = max(phases, key=lambda item: item[1])
     allocated = state + peak
-    fraction, why = shared.overhead()
+    fraction, why = shared.overhead
     margin = Term(
         ALLOCATOR,
         allocated * fraction,
         f"{fraction:.3g} × allocated peak {allocated:.2f} GiB: reserved − allocated ({why})",
         "margin",
     )
-    terms += [*shared.fixed(), margin]
+    terms += [*shared.fixed, margin]
     if ctx.mode == "upper":
         band = ctx.settings.band
         terms.append(
