@@ -45,7 +45,7 @@ def outcome(call):
 """
 
 PROBE = r"""
-import dataclasses, importlib, inspect, json, pickle, pkgutil, sys
+import dataclasses, inspect, json, pickle, sys
 sys.path.insert(0, "tools")
 import moe_lint
 from moe_lint import records
@@ -111,17 +111,14 @@ print(json.dumps({"slow": sorted(records.SLOW),
 """
 
 TUPLES = r"""
-import importlib, inspect, json, pickle, pkgutil, sys, typing
+import inspect, json, pickle, sys, typing
 from moe_lint import records
 
 if sys.argv[1] == "typing":
     records.NamedTuple = typing.NamedTuple
-import moe_lint
-from moe_lint.records import _named_tuple
-
-for info in pkgutil.walk_packages(moe_lint.__path__, "moe_lint."):
-    if not info.name.endswith(("__main__", "_record_methods")):
-        importlib.import_module(info.name)
+sys.path.insert(0, "tools")
+from records import load_all  # tools/records.py: imports every module of the package
+load_all()
 
 #SHARED
 
