@@ -1212,20 +1212,6 @@ def _moe_lint_linting_FileResult(cls, _dflt_findings, _dflt_error, _dflt_notice,
     return __init__, __repr__, __eq__
 
 
-def _moe_lint_output_baseline_BaselineResult(cls):
-    def __init__(self,new,suppressed,stale):
-        self.new=new
-        self.suppressed=suppressed
-        self.stale=stale
-    def __repr__(self):
-        return self.__class__.__qualname__ + f"(new={self.new!r}, suppressed={self.suppressed!r}, stale={self.stale!r})"
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return (self.new,self.suppressed,self.stale,)==(other.new,other.suppressed,other.stale,)
-        return NotImplemented
-    return __init__, __repr__, __eq__
-
-
 def _moe_lint_output_fix_FixOutcome(cls, _dflt_passes, _dflt_applied, _dflt_refused):
     def __init__(self,text,remaining,passes=_dflt_passes,applied=FACTORY,refused=FACTORY):
         self.text=text
@@ -1306,7 +1292,6 @@ METHODS: dict[str, Any] = {
     'moe_lint.files.Target': ((True, (('path', 'str', '-', True, True), ('explicit', 'bool', 'd', True, True), ('error', 'str | None', 'd', True, True), ('notice', 'str | None', 'd', True, True)), ()), _moe_lint_files_Target),
     'moe_lint.files._Pattern': ((True, (('regex', 're.Pattern[str]', '-', True, True), ('anchored', 'bool', '-', True, True), ('dir_only', 'bool', '-', True, True), ('base', 'str', '-', True, True)), ()), _moe_lint_files__Pattern),
     'moe_lint.linting.FileResult': ((False, (('path', 'str', '-', True, True), ('findings', 'list[Finding]', 'f', True, True), ('error', 'str | None', 'd', True, True), ('notice', 'str | None', 'd', True, True), ('doc', 'Document | None', 'd', True, True)), ()), _moe_lint_linting_FileResult),
-    'moe_lint.output.baseline.BaselineResult': ((False, (('new', 'list[Finding]', '-', True, True), ('suppressed', 'int', '-', True, True), ('stale', 'list[Key]', '-', True, True)), ()), _moe_lint_output_baseline_BaselineResult),
     'moe_lint.output.fix.FixOutcome': ((False, (('text', 'str', '-', True, True), ('remaining', 'list[Finding]', '-', True, True), ('passes', 'int', 'd', True, True), ('applied', 'list[Finding]', 'f', True, True), ('refused', 'list[Refusal]', 'f', True, True)), ()), _moe_lint_output_fix_FixOutcome),
     'moe_lint.output.fix.Refusal': ((False, (('finding', 'Finding', '-', True, True), ('reason', 'str', '-', True, True)), ()), _moe_lint_output_fix_Refusal),
 }

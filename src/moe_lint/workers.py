@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 from moe_lint.errors import RulePackError, UsageError
 from moe_lint.linting import FileResult, lint_path, slim
+from moe_lint.spool import SPOOL_AFTER, Spilled, Spool, decode, encode
 
 #: Below this many files one process is faster than starting workers.
 MIN_FILES = 48
@@ -90,11 +90,13 @@ def workers_for(count: int) -> int:
     return max(1, min(wanted or _cpus(), count // (MIN_FILES // 2), 16))
 
 
-def _work(path: str) -> FileResult:
+def _work(path: str) -> bytes:
+    """Lint one file; its slim result, encoded here so the parent can spool it unread."""
     catalogue, settings, overrides, cluster, convert, keep_text = (
         _STATE[k] for k in ("catalogue", "settings", "overrides", "cluster", "convert", "keep_text")
     )
-    return slim(convert(lint_path(path, catalogue, settings, overrides, cluster)), keep_text)
+    result = convert(lint_path(path, catalogue, settings, overrides, cluster))
+    return encode(slim(result, keep_text))
 
 
 def _serve(conn: Any) -> None:
@@ -156,13 +158,15 @@ def _death(process: Any) -> str:
     return f"exit status {code}"
 
 
-def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
+def _pool(
+    paths: list[str], jobs: int, limit: float, spool: Spool | None
+) -> list[FileResult | Spilled]:
     # Lazy: multiprocessing only when several workers run.
     import multiprocessing
     from multiprocessing.connection import wait
 
     context = multiprocessing.get_context("fork")
-    results: list[FileResult | None] = [None] * len(paths)
+    results: list[FileResult | Spilled | None] = [None] * len(paths)
     deaths = [0] * len(paths)
     todo: deque[int] = deque(range(len(paths)))
     workers = [_Worker(context) for _ in range(min(jobs, len(paths)))]
@@ -195,7 +199,7 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
                     else:
                         worker.task = None
                         if kind == "ok":
-                            results[got] = _shared(value)
+                            results[got] = spool.put(value) if spool else decode(value)
                         elif kind == "RulePackError":
                             failure = RulePackError(value)
                         elif kind == "UsageError":
@@ -227,24 +231,6 @@ def _pool(paths: list[str], jobs: int, limit: float) -> list[FileResult]:
     if failure is not None:
         raise failure
     return [r for r in results if r is not None]
-
-
-#: The finding fields that repeat across files (one rule's name, severity and source; the
-#: same config path): a result arrives unpickled, each string its own copy, so the parent
-#: keeps one of each (``sys.intern``). Messages and derivations name the file's own values:
-#: mostly unique.
-_REPEATED = ("code", "name", "severity", "path", "file", "applicability", "fix", "source")
-
-
-def _shared(result: FileResult) -> FileResult:
-    """``result`` with its findings' repeated strings replaced by the run's one copy each
-    (a finding is about 1.4 kB in the parent; this takes off about a third)."""
-    for finding in result.findings:
-        for name in _REPEATED:
-            value = getattr(finding, name)
-            if value is not None:
-                setattr(finding, name, sys.intern(value))
-    return result
 
 
 def overtime_message(limit: float) -> str:
@@ -306,21 +292,26 @@ def lint_many(
     cluster: Any,
     convert: Any,
     keep_text: bool = True,
-) -> list[FileResult]:
+) -> list[FileResult | Spilled]:
     """Lint ``paths`` in order, on several processes when that pays.
 
     Each result keeps only what the report needs (``lint.slim``; the file's text only with
-    ``keep_text``), so memory does not grow with the number of parsed documents.
+    ``keep_text``), so memory does not grow with the number of parsed documents; from
+    ``spool.SPOOL_AFTER`` files on, results are kept on disk (``spool.load`` reads one back),
+    so it does not grow with the number of findings either.
     """
     jobs = workers_for(len(paths))
+    spool = Spool() if len(paths) > SPOOL_AFTER else None
     if jobs == 1:
-        return [
-            slim(lint_one(p, catalogue, settings, overrides, cluster, convert), keep_text)
-            for p in paths
-        ]
+        results: list[FileResult | Spilled] = []
+        for path in paths:
+            result = lint_one(path, catalogue, settings, overrides, cluster, convert)
+            kept = slim(result, keep_text)
+            results.append(spool.put(encode(kept)) if spool else kept)
+        return results
     _STATE.update(catalogue=catalogue, settings=settings, overrides=overrides, cluster=cluster,
                   convert=convert, keep_text=keep_text)  # fmt: skip
     try:
-        return _pool(paths, jobs, file_timeout())
+        return _pool(paths, jobs, file_timeout(), spool)
     finally:
         _STATE.clear()

@@ -50,6 +50,7 @@ from moe_lint.linting import (
 from moe_lint.linting import as_input_error as _as_input_error
 from moe_lint.output import escape
 from moe_lint.output.text import plural
+from moe_lint.spool import Spilled, load
 
 
 def _cmd_check(argv: list[str], offset: int = 0) -> int:
@@ -119,7 +120,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
             "--fix writes files in place and cannot write to stdin: use --diff to see the "
             "fixes for -, or lint the file itself"
         )
-    results: list[FileResult] = []
+    results: list[FileResult | Spilled] = []
     changed = 0
     outcomes: list[tuple[str, Any]] = []
     if ns.fix or ns.diff:
@@ -178,7 +179,7 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
     if ns.diff:
         # Like `ruff --diff`: the diff is the output; exit 1 when something would change,
         # 2 when a file could not be linted (the others' diffs are still shown).
-        failed = [r for r in results if r.error is not None]
+        failed = [r for r in map(load, results) if r.error is not None]
         for r in failed:
             _stderr(f"{r.path}: error: {r.error}")
         _report_fixes(outcomes, ns, summary=False)
@@ -192,9 +193,9 @@ def _cmd_check(argv: list[str], offset: int = 0) -> int:
         if failed:
             return EXIT_USAGE
         return EXIT_FINDINGS if changed else EXIT_OK
-    status = _report(results, settings.fail_on, fmt, ns)
+    status, shown = _report(results, settings.fail_on, fmt, ns)
     if ns.fix:
-        _report_fixes(outcomes, ns, summary=True, left=sum(len(r.findings) for r in results))
+        _report_fixes(outcomes, ns, summary=True, left=shown)
     return status
 
 

@@ -1,13 +1,21 @@
 """The findings report of ``moe-lint check``: baselines, hidden infos, the exit code the
 findings decide, and the report in the chosen format (to stdout or ``-o``), with the
-``--summary`` Markdown table."""
+``--summary`` Markdown table.
+
+The report reads the run's results through :class:`Findings`, one file at a time and as often
+as it needs (a count, the baseline, the writing), and every format is written in pieces: a
+batch whose results are spooled to disk (:mod:`moe_lint.spool`) is reported in memory that
+does not grow with the number of files.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from moe_lint.bounds import bounded_repr
 from moe_lint.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, _silence_stdout, _stderr
@@ -15,50 +23,171 @@ from moe_lint.cli.options import _use_color
 from moe_lint.engine.findings import SEVERITY_RANK, Finding, InputProblem
 from moe_lint.errors import UsageError
 from moe_lint.output import text as report
+from moe_lint.spool import Spilled, load
+
+if TYPE_CHECKING:
+    from moe_lint.linting import FileResult
 
 
-def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) -> int:
-    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
-    errors = [r for r in results if r.error is not None]
-    for r in errors:
-        _stderr(f"{r.path}: error: {r.error}")
-    problems = [InputProblem.parse(r.path, r.error) for r in errors]
-    if ns.write_baseline and not errors:
+class Findings:
+    """A run's results as the report reads them: which files failed or were skipped, each
+    file's findings in report order (``Finding.sort_key``), what the baseline covers, and the
+    counts of what is shown. A result is loaded again each time it is read (free when it is in
+    memory, one unpickling when it was spooled), so nothing holds every finding at once."""
+
+    def __init__(self, results: Sequence[FileResult | Spilled], show_infos: bool) -> None:
+        self.results = results
+        self.show_infos = show_infos
+        self.errors: list[tuple[str, str]] = []
+        self.notices: list[tuple[str, str]] = []
+        #: Results with no input error (skipped ones included), in order.
+        self.checked: list[str] = []
+        #: Results neither skipped nor failed.
+        self.linted = 0
+        #: Findings the baseline covers, as (result index, position in its findings).
+        self.covered: set[tuple[int, int]] = set()
+        self._holders: dict[str, list[int]] = {}  # file -> the results with findings in it
+        self._counts: Counter[tuple[str, str]] | None = None
+        counts: Counter[tuple[str, str]] = Counter()
+        for index, entry in enumerate(results):
+            result = load(entry)
+            if result.error is not None:
+                self.errors.append((result.path, result.error))
+            else:
+                self.checked.append(result.path)
+            if result.notice is not None:
+                self.notices.append((result.path, result.notice))
+            self.linted += result.error is None and result.notice is None
+            for finding in result.findings:
+                held = self._holders.setdefault(finding.file, [])
+                if not held or held[-1] != index:
+                    held.append(index)
+                counts.update(_kinds(finding))
+        self._counts = counts
+
+    def _shown(self, index: int, position: int, finding: Finding) -> bool:
+        return (index, position) not in self.covered and (
+            self.show_infos or finding.severity != "info"
+        )
+
+    def _of_file(self, file: str) -> list[tuple[int, int, Finding]]:
+        """All of ``file``'s findings in report order: the results' order, each result's own,
+        then a stable sort (so the same order as sorting every finding of the run)."""
+        items = [
+            (index, position, finding)
+            for index in self._holders[file]
+            for position, finding in enumerate(load(self.results[index]).findings)
+            if finding.file == file
+        ]
+        items.sort(key=lambda item: item[2].sort_key())
+        return items
+
+    def files(self) -> list[str]:
+        """The files findings are in, in report order."""
+        return sorted(self._holders)
+
+    def every(self) -> Iterator[tuple[int, int, Finding]]:
+        """Every finding (baselined and info included) in report order, with its place."""
+        for file in self.files():
+            yield from self._of_file(file)
+
+    def of_file(self, file: str) -> list[Finding]:
+        """The shown findings of ``file``, in report order."""
+        if file not in self._holders:
+            return []
+        return [f for i, n, f in self._of_file(file) if self._shown(i, n, f)]
+
+    def shown(self) -> Iterator[Finding]:
+        """The findings the report shows, in report order."""
+        for file in self.files():
+            yield from self.of_file(file)
+
+    def by_result(self) -> Iterator[tuple[FileResult, list[Finding]]]:
+        """Each result with its shown findings in its own order (the text report's order)."""
+        for index, entry in enumerate(self.results):
+            result = load(entry)
+            shown = [f for n, f in enumerate(result.findings) if self._shown(index, n, f)]
+            yield result, shown
+
+    def apply(self, baseline: Any) -> None:
+        """Mark what ``baseline`` (output.baseline.Baseline) covers, in report order."""
+        for index, position, finding in self.every():
+            if baseline.covers(finding):
+                self.covered.add((index, position))
+        if self.covered:
+            self._counts = None
+
+    def counts(self) -> Counter[tuple[str, str]]:
+        """(kind, severity) counts of the shown findings, kind one of ``all``, ``safe``,
+        ``unsafe`` (with a fix of that applicability) and ``code:CODE``."""
+        if self._counts is None:
+            counts: Counter[tuple[str, str]] = Counter()
+            for index, entry in enumerate(self.results):
+                for position, finding in enumerate(load(entry).findings):
+                    if (index, position) not in self.covered:
+                        counts.update(_kinds(finding))
+            self._counts = counts
+        if self.show_infos:
+            return self._counts
+        return Counter({k: n for k, n in self._counts.items() if k[1] != "info"})
+
+    def hidden(self) -> int:
+        """Info findings not shown (none with --show-infos)."""
+        if self.show_infos:
+            return 0
+        self.counts()
+        assert self._counts is not None
+        return self._counts[("all", "info")]
+
+
+def _kinds(finding: Finding) -> list[tuple[str, str]]:
+    kinds = [("all", finding.severity), (f"code:{finding.code}", finding.severity)]
+    if finding.edits and finding.applicability in ("safe", "unsafe"):
+        kinds.append((finding.applicability, finding.severity))
+    return kinds
+
+
+def _total(counts: Counter[tuple[str, str]], kind: str) -> int:
+    return sum(n for (k, _), n in counts.items() if k == kind)
+
+
+def _report(
+    results: Sequence[FileResult | Spilled], fail_on: str, fmt: str, ns: argparse.Namespace
+) -> tuple[int, int]:
+    """Write the report; (exit code, number of findings shown)."""
+    run = Findings(results, show_infos=ns.show_infos or fail_on == "info")
+    for path, error in run.errors:
+        _stderr(f"{path}: error: {error}")
+    problems = [InputProblem.parse(path, error) for path, error in run.errors]
+    if ns.write_baseline and not run.errors:
         # Lazy: baselines (~10 ms) only with --baseline / --write-baseline.
         from moe_lint.output.baseline import write_baseline
         from moe_lint.output.formats import repo_root
 
+        findings = (finding for _, _, finding in run.every())
         count = write_baseline(ns.write_baseline, findings, repo_root())
         _stderr(f"moe-lint: wrote {count} baseline entries to {ns.write_baseline}")
-        return EXIT_OK
-    stale: list[Any] = []
+        return EXIT_OK, 0
     if ns.baseline:
         # Lazy: baselines (~10 ms) only with --baseline / --write-baseline.
-        from moe_lint.output.baseline import apply_baseline
-        from moe_lint.output.formats import relative_uri, repo_root
+        from moe_lint.output.baseline import Baseline
+        from moe_lint.output.formats import repo_root
 
-        root = repo_root()
-        linted = {relative_uri(r.path, root) for r in results if r.error is None}
-        applied = apply_baseline(ns.baseline, findings, root, linted)
-        findings, stale = applied.new, applied.stale
-        kept = set(map(id, findings))
-        for r in results:
-            r.findings = [f for f in r.findings if id(f) in kept]
-        for code, file, cfg_path in stale:
+        baseline = Baseline(ns.baseline, repo_root())
+        run.apply(baseline)
+        for code, file, cfg_path in baseline.stale({baseline.uri(p) for p in run.checked}):
             _stderr(f"moe-lint: stale baseline entry: {code} {file} {cfg_path} (no longer found)")
-    hidden = 0
-    if not (ns.show_infos or fail_on == "info"):
-        # Quiet by default: advice does not fail the run, so it is shown only when asked for.
-        shown = [f for f in findings if f.severity != "info"]
-        hidden, findings = len(findings) - len(shown), shown
-        if hidden:
-            for r in results:
-                r.findings = [f for f in r.findings if f.severity != "info"]
-    if errors:
+    counts = run.counts()
+    shown = _total(counts, "all")
+    if run.errors:
         status = EXIT_USAGE
     else:
         threshold = SEVERITY_RANK[fail_on]
-        failing = [f for f in findings if SEVERITY_RANK[f.severity] >= threshold]
+        failing = sum(
+            n
+            for (kind, sev), n in counts.items()
+            if kind == "all" and SEVERITY_RANK[sev] >= threshold
+        )
         status = EXIT_FINDINGS if failing and not ns.exit_zero else EXIT_OK
     out: Any = sys.stdout
     handle = None
@@ -72,9 +201,9 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         out = handle
     try:
         if ns.statistics:
-            out.write(report.statistics(findings, fmt == "json", hidden))
+            out.write(report.statistics(run.shown(), fmt == "json", run.hidden()))
         else:
-            _write_format(results, findings, fmt, ns, out, problems, fail_on, hidden)
+            out.writelines(_format(run, fmt, ns, out, problems, fail_on))
         out.flush()
     except BrokenPipeError:
         _silence_stdout()  # a closed pipe cuts the report short; the exit code still holds
@@ -89,65 +218,78 @@ def _report(results: list[Any], fail_on: str, fmt: str, ns: argparse.Namespace) 
         from moe_lint.output.formats import markdown_summary
 
         with open(summary_path, "a", encoding="utf-8") as summary:
-            summary.write(markdown_summary(findings, problems))
-    return status
+            summary.writelines(markdown_summary(run.shown(), problems, shown))
+    return status, shown
 
 
-def _write_format(
-    results: list[Any],
-    findings: list[Finding],
+def _format(
+    run: Findings,
     fmt: str,
     ns: argparse.Namespace,
     out: Any,
-    problems: list[Any],
+    problems: list[InputProblem],
     fail_on: str = "error",
-    hidden: int = 0,
-) -> None:
-    """Write the report; every format escapes what it echoes (moe_lint.output.escape), and the
-    machine formats carry the input errors too (docs/output.md "Input errors")."""
+) -> Iterator[str]:
+    """The report in pieces; every format escapes what it echoes (moe_lint.output.escape), and
+    the machine formats carry the input errors too (docs/output.md "Input errors")."""
     if fmt in ("sarif", "gitlab", "junit", "github", "json-lines"):
         # Lazy: machine formats (~11 ms) only when one is asked for.
         from moe_lint.output import formats
-    if fmt in ("sarif", "gitlab", "junit"):
+    if fmt == "sarif":
+        codes = {kind[5:] for kind, _ in run.counts() if kind.startswith("code:")}
         root = formats.repo_root()
-        if fmt == "sarif":
-            out.write(formats.sarif(findings, ns.catalogue_rules, root, problems))
-        elif fmt == "gitlab":
-            out.write(formats.gitlab(findings, root, problems))
-        else:
-            files = [r.path for r in results if r.error is None]
-            notices = {r.path: r.notice for r in results if r.notice is not None}
-            out.write(formats.junit(findings, files, problems, fail_on, notices))
-        return
+        return formats.sarif(run.shown(), ns.catalogue_rules, root, problems, codes)
+    if fmt == "gitlab":
+        return formats.gitlab(run.shown(), formats.repo_root(), problems)
+    if fmt == "junit":
+        checked = set(run.checked)
+        others = [f for f in run.files() if f not in checked]
+        notices = dict(run.notices)
+        return formats.junit(run.checked, run.of_file, problems, fail_on, notices, others)
     if fmt == "github":
-        out.write(formats.github(findings, problems))
-        return
+        return formats.github(run.shown(), problems)
     if fmt == "json-lines":
-        out.write(formats.json_lines(findings, problems))
-        return
+        return formats.json_lines(run.shown(), problems)
     if fmt == "json":
-        out.write(report.to_json(findings, problems))
-    elif fmt == "concise":
-        out.write(report.concise(findings))
-    else:
-        rows: list[list[Any]] = []
-        for r in results:
-            lines = r.doc.lines if r.doc is not None else None
-            for finding in r.findings:
-                rows.extend(report.text_segments(finding, lines))
-                rows.append([("", None)])
-        for r in results:
-            if r.notice and not ns.quiet:
-                rows.append([(f"{r.path}: skipped: {r.notice}", "dim")])
-        # With input errors the summary still comes, for the other files (not when every
-        # file failed: each already has its one line on stderr).
-        if not ns.quiet and (not results or len(problems) < len(results)):
-            fixable = sum(1 for f in findings if f.applicability == "safe" and f.edits)
-            unsafe = sum(1 for f in findings if f.applicability == "unsafe" and f.edits)
-            linted = sum(1 for r in results if r.notice is None and r.error is None)
-            rows.append(report.summary(findings, linted, fixable, unsafe, len(problems), hidden))
-        if rows:
-            if _use_color(out, ns.color):
-                report.render_rich(rows, out)
-            else:
-                out.write(report.render_plain(rows))
+        return report.to_json(run.shown(), problems)
+    if fmt == "concise":
+        return report.concise(run.shown())
+    rows = _text_rows(run, ns, problems)
+    first = next(rows, None)
+    if first is None:
+        return iter(())
+    rows = _chain_one(first, rows)
+    if _use_color(out, ns.color):
+        report.render_rich(rows, out)
+        return iter(())
+    return report.plain_lines(rows)
+
+
+def _text_rows(
+    run: Findings, ns: argparse.Namespace, problems: list[InputProblem]
+) -> Iterator[list[Any]]:
+    """The text report's rows: each file's findings with their code frames, in the order the
+    files were given, then the skipped files and the summary line."""
+    for result, shown in run.by_result():
+        lines = result.doc.lines if result.doc is not None else None
+        for finding in shown:
+            yield from report.text_segments(finding, lines)
+            yield [("", None)]
+    if not ns.quiet:
+        for path, notice in run.notices:
+            if notice:
+                yield [(f"{path}: skipped: {notice}", "dim")]
+    # With input errors the summary still comes, for the other files (not when every file
+    # failed: each already has its one line on stderr).
+    if not ns.quiet and (not run.results or len(problems) < len(run.results)):
+        counts = run.counts()
+        severities = Counter({sev: n for (k, sev), n in counts.items() if k == "all"})
+        yield report.summary(
+            severities, run.linted, _total(counts, "safe"), _total(counts, "unsafe"),
+            len(problems), run.hidden(),
+        )  # fmt: skip
+
+
+def _chain_one(first: list[Any], rest: Iterable[list[Any]]) -> Iterator[list[Any]]:
+    yield first
+    yield from rest

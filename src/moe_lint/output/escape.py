@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
@@ -152,6 +153,18 @@ def dumps(data: Any, indent: int | None = None) -> str:
         out = _pattern(_SURROGATE).sub(_json_surrogate, out)
         out = _pattern(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group()):04x}", out)
     return out.replace(_LEGACY_COMMAND, "#\\u0023[")
+
+
+def dumps_list(items: Iterable[Any], indent: int, level: int = 0) -> Iterator[str]:
+    """``dumps(list(items), indent)`` in pieces, one item at a time, for a list nested
+    ``level`` deep: a report of many findings is written without holding them all. JSON text
+    has no raw line break (strings escape theirs), so indenting an item's lines nests it."""
+    pad = "\n" + " " * (indent * (level + 1))
+    opening = "["
+    for item in items:
+        yield opening + pad + dumps(item, indent).replace("\n", pad)
+        opening = ","
+    yield "[]" if opening == "[" else "\n" + " " * (indent * level) + "]"
 
 
 #: XML 1.0 ``Char``: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF].

@@ -10,7 +10,7 @@ characters or CI workflow commands; rich gets plain Text, never markup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from moe_lint.engine.findings import Finding, InputProblem
@@ -34,29 +34,37 @@ _STYLES = {
 Segment = tuple[str, str | None]  # (text, style kind)
 
 
-def concise(findings: Iterable[Finding]) -> str:
-    """``file:line:col: CODE [severity] message`` per finding."""
-    out = []
+def concise(findings: Iterable[Finding]) -> Iterator[str]:
+    """``file:line:col: CODE [severity] message`` per finding, a line at a time."""
     for f in findings:
         line, column = f.position()
         text = f"{f.file}:{line}:{column}: {f.code} [{f.severity}] {f.full_message}"
-        out.append(escape.line(text) + "\n")
-    return "".join(out)
+        yield escape.line(text) + "\n"
 
 
 def json_records(
-    findings: Sequence[Finding], problems: Sequence[InputProblem] = ()
-) -> list[dict[str, Any]]:
-    """Finding records and input-error records (code E000), in file order."""
-    records = [(f.file, f.to_json()) for f in findings]
-    records += [(p.file, p.to_json()) for p in problems]
-    records.sort(key=lambda item: item[0])  # stable: each file's findings keep their order
-    return [record for _, record in records]
+    findings: Iterable[Finding], problems: Sequence[InputProblem] = ()
+) -> Iterator[dict[str, Any]]:
+    """Finding records and input-error records (code E000), in file order. ``findings`` come
+    sorted by file; each input error follows its file's findings (``heapq.merge`` of sorted
+    inputs is ``sorted(chain(...))``, stable: each file's findings keep their order)."""
+    # Lazy: heapq only for the formats that list input errors among records.
+    import heapq
+
+    items: Iterable[Finding | InputProblem] = findings
+    errors: list[Finding | InputProblem] = sorted(problems, key=_file_of)
+    for item in heapq.merge(items, errors, key=_file_of):
+        yield item.to_json()
 
 
-def to_json(findings: Sequence[Finding], problems: Sequence[InputProblem] = ()) -> str:
-    """A JSON list of finding records (fields documented in docs/output.md)."""
-    return escape.dumps(json_records(findings, problems), indent=2) + "\n"
+def _file_of(item: Finding | InputProblem) -> str:
+    return item.file
+
+
+def to_json(findings: Iterable[Finding], problems: Sequence[InputProblem] = ()) -> Iterator[str]:
+    """A JSON list of finding records (fields documented in docs/output.md), in pieces."""
+    yield from escape.dumps_list(json_records(findings, problems), indent=2)
+    yield "\n"
 
 
 def _frame(finding: Finding, lines: list[str] | None) -> list[list[Segment]]:
@@ -127,25 +135,27 @@ def text_segments(finding: Finding, lines: list[str] | None) -> list[list[Segmen
 
 
 def summary(
-    findings: Sequence[Finding],
+    counts: Mapping[str, int],
     files: int,
     fixable: int,
     unsafe: int,
     failed: int = 0,
     hidden: int = 0,
 ) -> list[Segment]:
-    """The last line of a text report; ``failed`` files could not be linted (their errors
-    are on stderr), ``hidden`` info findings were not shown (no --show-infos)."""
+    """The last line of a text report, from the shown findings' ``counts`` by severity;
+    ``failed`` files could not be linted (their errors are on stderr), ``hidden`` info
+    findings were not shown (no --show-infos)."""
     shows = "shows it" if hidden == 1 else "shows them"
     infos = f"; {plural(hidden, 'info')} hidden, --show-infos {shows}" if hidden else ""
+    found = any(counts.values())
     if failed:
-        found = _found(findings, files, fixable, unsafe) if findings else (
+        text = _found(counts, files, fixable, unsafe) if found else (
             f"No findings in {plural(files, 'file')}")  # fmt: skip
         could_not = f"{plural(failed, 'file')} could not be linted"
-        return [(f"{found}; {could_not}{infos}.", None)]
-    if not findings:
+        return [(f"{text}; {could_not}{infos}.", None)]
+    if not found:
         return [(f"All checks passed ({plural(files, 'file')}{infos}).", "ok")]
-    return [(_found(findings, files, fixable, unsafe) + infos + ".", None)]
+    return [(_found(counts, files, fixable, unsafe) + infos + ".", None)]
 
 
 def plural(count: int, word: str) -> str:
@@ -153,7 +163,7 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def statistics(findings: Sequence[Finding], as_json: bool = False, hidden: int = 0) -> str:
+def statistics(findings: Iterable[Finding], as_json: bool = False, hidden: int = 0) -> str:
     """``--statistics``: one line per rule, most findings first (ruff's columns: count, code,
     ``[*]`` when a finding of it has a safe fix, name); as JSON, one record per rule."""
     rows: dict[str, dict[str, Any]] = {}
@@ -177,9 +187,8 @@ def statistics(findings: Sequence[Finding], as_json: bool = False, hidden: int =
     return "".join(escape.line(text) + "\n" for text in lines)
 
 
-def _found(findings: Sequence[Finding], files: int, fixable: int, unsafe: int) -> str:
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}
-    parts = [plural(n, s) for s, n in counts.items() if n]
+def _found(counts: Mapping[str, int], files: int, fixable: int, unsafe: int) -> str:
+    parts = [plural(counts.get(s, 0), s) for s in ("error", "warning", "info") if counts.get(s)]
     text = f"Found {', '.join(parts)} in {plural(files, 'file')}"
     extra = []
     if fixable:
@@ -197,8 +206,14 @@ def _safe(row: list[Segment]) -> list[Segment]:
     return [(text, kind) for text, (_, kind) in zip(texts, row, strict=True)]
 
 
+def plain_lines(rows: Iterable[list[Segment]]) -> Iterator[str]:
+    """Each row as one escaped line of plain text."""
+    for row in rows:
+        yield "".join(text for text, _ in _safe(row)) + "\n"
+
+
 def render_plain(rows: Iterable[list[Segment]]) -> str:
-    return "".join("".join(text for text, _ in _safe(row)) + "\n" for row in rows)
+    return "".join(plain_lines(rows))
 
 
 def render_rich(rows: Iterable[list[Segment]], stream: Any) -> None:
