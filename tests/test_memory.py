@@ -656,6 +656,17 @@ def test_worked_example_section_4_5() -> None:
     assert base - qk_norm == pytest.approx(75.6, rel=0.03)
 
 
+def test_has_section_is_any_dotted_key_under_it() -> None:
+    """A section is there when one of its dotted keys is, whatever the key's depth; a bare
+    key of that name (a recipe name such as ``mixed_precision: bf16_mixed``) is not one,
+    nor is a section whose name another only starts with."""
+    v = context._Values({"mixed_precision": "bf16_mixed", "peft.dim": 8, "model.a.b": 1,
+                         "optimizerx.lr": 1.0})  # fmt: skip
+    assert [v.has_section(n) for n in ("peft", "model", "mixed_precision", "optimizer")] == [
+        True, True, False, False]  # fmt: skip
+    assert v.has_section("peft")  # asked again: the kept answer
+
+
 # --- levers -----------------------------------------------------------------------------------
 
 
