@@ -262,3 +262,33 @@ def test_remembered_tags_are_bounded() -> None:
     for i in range(load._PLAIN_TAGS_MAX + 10):
         assert loader.resolve(yaml.ScalarNode, f"{i}", (True, False)) == "tag:yaml.org,2002:int"
     assert len(load._PLAIN_TAGS) <= load._PLAIN_TAGS_MAX
+
+
+def test_built_values_are_safe_load_s() -> None:
+    """The builder's values (strings, nulls and booleans read without the generic scalar
+    path, keys by their text) are yaml.safe_load's, for plain, quoted and explicitly tagged
+    scalars, in mappings and lists; a boolean tag on a non-boolean is still refused."""
+    import json
+
+    import yaml
+
+    from moe_lint.config.load import MAX_DEPTH
+
+    values = [s for s in TRICKY_SCALARS
+              if s and s not in ("-", "<<", "=", "2001-13-40") and ":" not in s]  # fmt: skip
+    lines = [f"p{i}: {s}" for i, s in enumerate(values)]
+    lines += [f"q{i}: {json.dumps(s)}" for i, s in enumerate(values)]
+    lines += ["t1: !!bool yes", "t2: !!str 1", "t3: !!null ''", "t4: !!int '7'", "t5: !!str",
+              "list: [true, ~, '', x, 1, off, Null]", "empty:", "n: {a: {b: NO}}"]  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    assert parse_text(text).data == yaml.safe_load(text)
+    with pytest.raises(InputError, match="line 1: cannot read scalar"):
+        parse_text("a: !!bool maybe\n")
+
+    def nested(levels: int, leaf: str) -> str:
+        return "".join("  " * i + f"k{i}:\n" for i in range(levels)) + "  " * levels + leaf + "\n"
+
+    for leaf in ("x: yes", "x: s", "x: ~", "x: 1", "- yes"):  # a scalar at MAX_DEPTH is kept
+        assert parse_text(nested(MAX_DEPTH - 1, leaf)).data
+        with pytest.raises(InputError, match="nesting deeper"):
+            parse_text(nested(MAX_DEPTH, leaf))
