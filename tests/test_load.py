@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moe_lint.config.load import decode, format_path, location, parse_path, parse_text
 from moe_lint.engine.spans import set_value_edit
@@ -158,3 +160,135 @@ def test_binary_and_bad_utf8(raw: bytes) -> None:
 def test_path_round_trip() -> None:
     for text in ("model.recompute_modules[0]", "a", "a.b.c", "x[3].y"):
         assert format_path(parse_path(text)) == text
+
+
+#: Plain scalars near the edges of the YAML 1.1 implicit resolvers (the first character picks
+#: the candidates: digits, signs, '.', '<', '=', '~', the bool/null letters), and look-alikes.
+TRICKY_SCALARS = [
+    "", "~", "null", "Null", "NULL", "nULL", "true", "True", "TRUE", "tRUE", "yes", "Yes", "YES",
+    "y", "Y", "n", "N", "no", "No", "on", "On", "ON", "off", "Off", "OFF", "false", "False",
+    "0", "-0", "+0", "00", "007", "0o17", "0x1F", "0x1g", "0b101", "0b102", "1_000", "1__0",
+    "-1_0", "12", "1e3", "1E3", "1.0e+3", "1.0e3", "1.", ".5", "-.5", "+.5", "._", ".",
+    "6.8523015e+5", "685.230_15e+03", "190:20:30", "190:20:30.15", "1:60", "-1:2",
+    ".inf", ".Inf", ".INF", "-.inf", "+.inf", ".nan", ".NaN", ".NAN", ".nAn",
+    "2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10 -5", "2001-1-1",
+    "2001-13-40", "<<", "<", "<<<", "=", "==", "-", "+", "1-2", "1e", "e3", "tp", "value",
+    "bf16_mixed", "torch.bfloat16", "${oc.env:X}", "1.5B", "8x7b", "yes!", "nulls",
+]  # fmt: skip
+
+
+def _tags(loader: type, text: str) -> list[str]:
+    """Every node's tag, in document order."""
+    import yaml
+
+    out: list[str] = []
+
+    def walk(node: yaml.Node) -> None:
+        out.append(node.tag)
+        if isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                walk(item)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                walk(key)
+                walk(value)
+
+    for document in yaml.compose_all(text, Loader=loader):
+        walk(document)
+    return out
+
+
+def test_loader_tags_match_pyyaml_safe_loader() -> None:
+    """The loader that remembers plain scalars' tags (load._Loader) tags every node as
+    PyYAML's own safe loader does, on a first reading and on a second from what it kept,
+    block and flow, plain and quoted (the quoted forms are strings whatever they say)."""
+    import json
+
+    import yaml
+
+    from moe_lint.config import load
+
+    def plain(s: str, flow: bool) -> bool:
+        """``s`` is read back as one plain scalar of that text (not "-", a list entry)."""
+        if not s:
+            return False  # written below as "empty:"
+        try:
+            node = yaml.compose(f"[{s}]" if flow else f"k: {s}", Loader=yaml.SafeLoader)
+        except yaml.YAMLError:
+            return False
+        value = node.value[0] if flow else node.value[0][1]
+        return isinstance(value, yaml.ScalarNode) and value.value == s and not value.style
+
+    lines = [f"k{i}: {s}" for i, s in enumerate(TRICKY_SCALARS) if plain(s, flow=False)]
+    lines += [f"q{i}: {json.dumps(s)}" for i, s in enumerate(TRICKY_SCALARS)]
+    lines.append("flow: [" + ", ".join(s for s in TRICKY_SCALARS if plain(s, flow=True)) + "]")
+    lines.append("empty:")  # the empty plain scalar
+    text = "\n".join(lines) + "\n"
+    expected = _tags(yaml.SafeLoader, text)
+    load._PLAIN_TAGS.clear()
+    assert _tags(load._Loader, text) == expected
+    assert load._PLAIN_TAGS  # the second reading is served from what the first kept
+    assert _tags(load._Loader, text) == expected
+    every = ("str", "int", "float", "bool", "null", "timestamp", "merge", "value", "seq", "map")
+    assert set(expected) == {f"tag:yaml.org,2002:{t}" for t in every}
+
+
+@given(st.text(alphabet=st.sampled_from("0123456789.-+_:eExXoObBtTrRuUfFaAlLsSyYnN~<=: "),
+               max_size=12))  # fmt: skip
+def test_remembered_tag_is_pyyaml_s(value: str) -> None:
+    """Any plain scalar text: the remembered tag is the one PyYAML's resolver gives it, the
+    first time and from memory."""
+    import yaml
+
+    from moe_lint.config import load
+
+    reference = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
+    loader = load._Loader("")
+    load._PLAIN_TAGS.pop(value, None)
+    assert loader.resolve(yaml.ScalarNode, value, (True, False)) == reference
+    assert load._PLAIN_TAGS[value] == reference
+    assert loader.resolve(yaml.ScalarNode, value, (True, False)) == reference
+    quoted = loader.resolve(yaml.ScalarNode, value, (False, True))
+    assert quoted == "tag:yaml.org,2002:str"
+
+
+def test_remembered_tags_are_bounded() -> None:
+    """A file of a million distinct scalars does not grow the memory of tags past its bound."""
+    import yaml
+
+    from moe_lint.config import load
+
+    loader = load._Loader("")
+    for i in range(load._PLAIN_TAGS_MAX + 10):
+        assert loader.resolve(yaml.ScalarNode, f"{i}", (True, False)) == "tag:yaml.org,2002:int"
+    assert len(load._PLAIN_TAGS) <= load._PLAIN_TAGS_MAX
+
+
+def test_built_values_are_safe_load_s() -> None:
+    """The builder's values (strings, nulls and booleans read without the generic scalar
+    path, keys by their text) are yaml.safe_load's, for plain, quoted and explicitly tagged
+    scalars, in mappings and lists; a boolean tag on a non-boolean is still refused."""
+    import json
+
+    import yaml
+
+    from moe_lint.config.load import MAX_DEPTH
+
+    values = [s for s in TRICKY_SCALARS
+              if s and s not in ("-", "<<", "=", "2001-13-40") and ":" not in s]  # fmt: skip
+    lines = [f"p{i}: {s}" for i, s in enumerate(values)]
+    lines += [f"q{i}: {json.dumps(s)}" for i, s in enumerate(values)]
+    lines += ["t1: !!bool yes", "t2: !!str 1", "t3: !!null ''", "t4: !!int '7'", "t5: !!str",
+              "list: [true, ~, '', x, 1, off, Null]", "empty:", "n: {a: {b: NO}}"]  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    assert parse_text(text).data == yaml.safe_load(text)
+    with pytest.raises(InputError, match="line 1: cannot read scalar"):
+        parse_text("a: !!bool maybe\n")
+
+    def nested(levels: int, leaf: str) -> str:
+        return "".join("  " * i + f"k{i}:\n" for i in range(levels)) + "  " * levels + leaf + "\n"
+
+    for leaf in ("x: yes", "x: s", "x: ~", "x: 1", "- yes"):  # a scalar at MAX_DEPTH is kept
+        assert parse_text(nested(MAX_DEPTH - 1, leaf)).data
+        with pytest.raises(InputError, match="nesting deeper"):
+            parse_text(nested(MAX_DEPTH, leaf))

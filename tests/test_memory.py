@@ -656,6 +656,17 @@ def test_worked_example_section_4_5() -> None:
     assert base - qk_norm == pytest.approx(75.6, rel=0.03)
 
 
+def test_has_section_is_any_dotted_key_under_it() -> None:
+    """A section is there when one of its dotted keys is, whatever the key's depth; a bare
+    key of that name (a recipe name such as ``mixed_precision: bf16_mixed``) is not one,
+    nor is a section whose name another only starts with."""
+    v = context._Values({"mixed_precision": "bf16_mixed", "peft.dim": 8, "model.a.b": 1,
+                         "optimizerx.lr": 1.0})  # fmt: skip
+    assert [v.has_section(n) for n in ("peft", "model", "mixed_precision", "optimizer")] == [
+        True, True, False, False]  # fmt: skip
+    assert v.has_section("peft")  # asked again: the kept answer
+
+
 # --- levers -----------------------------------------------------------------------------------
 
 
@@ -688,6 +699,78 @@ def test_levers_skip_what_is_already_on() -> None:
     )
     names = [lever.name for lever in levers(values, facts(tp=2, ep=8, world=16))]
     assert "recompute moe_act" not in names and "recompute moe" not in names
+
+
+#: Configs whose states and activations read many fields (PEFT, precision-aware and offloaded
+#: optimizers, the layer-wise optimizer, FSDP, a resume, CUDA graphs, MTP, micro-batches > 1).
+_LEVER_CONFIGS = [
+    (config("deepseek-v2-lite"), facts(tp=2, cp=2, ep=8, world=32, seq=32768)),
+    (config(**{"peft": "lora", "peft.dim": 16}), facts(tp=2, ep=4, world=8, mbs=2)),
+    (config(**{"ddp.use_distributed_optimizer": False, "ddp.grad_reduce_in_fp32": False}),
+     facts(tp=2, ep=4, world=8, mbs=2)),
+    (config(**{"optimizer.use_precision_aware_optimizer": True,
+               "optimizer.exp_avg_dtype": "bf16", "optimizer.exp_avg_sq_dtype": "bf16",
+               "optimizer.optimizer_cpu_offload": True,
+               "optimizer.optimizer_offload_fraction": 0.25}), facts(ep=8, world=8, mbs=4)),
+    (config(**{"optimizer.optimizer": "dist_muon", "ddp.use_distributed_optimizer": False}),
+     facts(tp=2, pp=2, ep=4, world=16, vpp=2)),
+    (config(**{"ddp.use_megatron_fsdp": True,
+               "ddp.data_parallel_sharding_strategy": "optim_grads_params",
+               "checkpoint.load": "/ckpt/a", "checkpoint.ckpt_step": 50}),
+     facts(ep=4, world=16, mbs=2)),
+    (config("deepseek-v3", mtp_num_layers=1, cuda_graph_impl="transformer_engine",
+            cuda_graph_modules=["moe_router", "moe_preprocess"],
+            recompute_granularity="selective", recompute_modules=["moe_act"]),
+     facts(tp=2, pp=4, ep=16, world=128, mbs=2)),
+]  # fmt: skip
+
+
+def _lever_runs(
+    monkeypatch: pytest.MonkeyPatch, values: dict[str, Any], f: dict[str, Any], reuse: bool
+) -> tuple[list[Any], list[Any]]:
+    """levers() on these inputs, and every stage of each estimate it made; with ``reuse``
+    off each estimate recomputes every term and reads the architecture itself."""
+    real = memory.estimate
+    stages: list[Any] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Estimate:
+        if not reuse:
+            kwargs.pop("reuse", None)
+            kwargs.pop("arch", None)
+        est = real(*args, **kwargs)
+        stages.append(est.stages)
+        return est
+
+    monkeypatch.setattr(memory, "estimate", recorded)
+    try:
+        return levers(values, f, capacity_gib=80.0), stages
+    finally:
+        monkeypatch.setattr(memory, "estimate", real)
+
+
+def test_lever_deltas_equal_the_full_reestimates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Levers reuse the base's states (recompute, capacity factor, micro-batch),
+    activations (optimizer changes) and architecture: every candidate's estimate, term by
+    term, and so every delta, is the one a run recomputing everything makes; on the corpus
+    dumps too."""
+    inputs = [*_LEVER_CONFIGS]
+    for name in sorted(VERDICTS):
+        try:
+            values, f, _ = _dump_inputs(name)
+            estimate(values, f, bounds=False)
+        except (MemoryInputError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            continue
+        inputs.append((values, f))
+    assert len(inputs) > 60
+    names: set[str] = set()
+    for values, f in inputs:
+        found, reused = _lever_runs(monkeypatch, values, f, reuse=True)
+        want, full = _lever_runs(monkeypatch, values, f, reuse=False)
+        assert found == want
+        assert reused == full
+        names.update(lever.name for lever in found)
+    assert {"recompute moe_act", "full recompute", "CP ×2", "EP ×2", "distributed optimizer",
+            "optimizer offload 1", "bf16 Adam moments", "micro-batch 1"} <= names  # fmt: skip
 
 
 # --- settings are documented ------------------------------------------------------------------

@@ -51,8 +51,10 @@ class Facts:
 
     values: dict[str, Fact] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
-    #: Expensive facts (the memory model) computed on first use: name -> loader.
-    lazy: dict[str, Callable[[], None]] = field(default_factory=dict)
+    #: Expensive facts (the memory model) computed on first use: name -> loader, which is
+    #: given these facts (a loader holding them itself would make a reference cycle, and keep
+    #: the file's config, YAML nodes and all until the cyclic collector found them).
+    lazy: dict[str, Callable[[Facts], None]] = field(default_factory=dict)
 
     def put(self, name: str, value: Any, derivation: str) -> None:
         self.values[name] = Fact(value, derivation)
@@ -67,7 +69,7 @@ class Facts:
             return
         for key in [k for k, v in self.lazy.items() if v is loader]:
             del self.lazy[key]
-        loader()
+        loader(self)
 
     def require(self, name: str) -> Any:
         """The fact's value (loading it if lazy), or NotDerivable with the reason it is missing:

@@ -77,68 +77,69 @@ def model_inputs(plain: dict[str, Any]) -> dict[str, Any]:
 
 class _Memory:
     """One file's memory facts: the estimate first, then each extra (levers, EDP 2, selective
-    recompute) only when a rule reads it, since each re-runs the model."""
+    recompute) only when a rule reads it, since each re-runs the model. Each loader is given
+    the facts (Facts.lazy), so that this object, which they hold, does not hold them."""
 
-    def __init__(self, facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
-        self.facts, self.cfg, self.raw = facts, cfg, raw_settings
+    def __init__(self, cfg: Config, raw_settings: dict[str, Any]) -> None:
+        self.cfg, self.raw = cfg, raw_settings
         self.state: tuple[Any, ...] | None = None  # (settings, values, plain, estimate)
 
-    def _miss_all(self, reason: str) -> None:
+    def _miss_all(self, facts: Facts, reason: str) -> None:
         for name in MEMORY_FACTS:
-            if name not in self.facts.values:
-                self.facts.miss(name, f"memory model: {reason}")
-        self.facts.lazy = {k: v for k, v in self.facts.lazy.items() if k not in MEMORY_FACTS}
+            if name not in facts.values:
+                facts.miss(name, f"memory model: {reason}")
+        facts.lazy = {k: v for k, v in facts.lazy.items() if k not in MEMORY_FACTS}
 
-    def base(self) -> None:
-        reason = _missing_inputs(self.facts, self.cfg)
+    def base(self, facts: Facts) -> None:
+        reason = _missing_inputs(facts, self.cfg)
         if reason is not None:
-            self._miss_all(reason)
+            self._miss_all(facts, reason)
             return
         settings, warn_fraction, margin = memory_settings(self.raw, "memory settings")
-        state = _load(self.facts, self.cfg, settings, warn_fraction, margin)
+        state = _load(facts, self.cfg, settings, warn_fraction, margin)
         if state is None:
-            self._miss_all("the estimate could not be built")
+            self._miss_all(facts, "the estimate could not be built")
             return
         self.state = state
 
-    def _ready(self) -> bool:
-        if self.state is None and "mem_peak_gib" in self.facts.lazy:
-            self.facts.resolve("mem_peak_gib")
+    def _ready(self, facts: Facts) -> bool:
+        if self.state is None and "mem_peak_gib" in facts.lazy:
+            facts.resolve("mem_peak_gib")
         return self.state is not None
 
-    def levers(self) -> None:
-        if self._ready():
-            _levers(self.facts, *self.state)  # type: ignore[misc]
+    def levers(self, facts: Facts) -> None:
+        if self._ready(facts):
+            _levers(facts, *self.state)  # type: ignore[misc]
 
-    def edp2(self) -> None:
-        if self._ready():
-            _edp2(self.facts, *self.state)  # type: ignore[misc]
+    def edp2(self, facts: Facts) -> None:
+        if self._ready(facts):
+            _edp2(facts, *self.state)  # type: ignore[misc]
 
-    def selective(self) -> None:
-        if not self._ready():
+    def selective(self, facts: Facts) -> None:
+        if not self._ready(facts):
             return
         settings, values, plain, est, versions = self.state  # type: ignore[misc]
         if est.usable_gib is None:
             for name in ("selective_fits", "selective_needs_offload"):
-                self.facts.miss(name, "no --gpu given: GPU memory unknown")
+                facts.miss(name, "no --gpu given: GPU memory unknown")
             return
         how = _selective_fits(values, plain, settings, est, versions)
         modules = ", ".join(
             selective_trial_modules(bool(values.get("model.multi_latent_attention")))
         )
-        self.facts.put(
+        facts.put(
             "selective_fits",
             how is not None,
             f"selective recompute of [{modules}] "
             + {"selective": "fits", "offload": "fits with full optimizer CPU offload",
                None: "does not fit, even with full optimizer CPU offload"}[how],
         )  # fmt: skip
-        self.facts.put("selective_needs_offload", how == "offload", "")
+        facts.put("selective_needs_offload", how == "offload", "")
 
 
 def attach(facts: Facts, cfg: Config, raw_settings: dict[str, Any]) -> None:
     """Register the lazy loaders of the memory facts (nothing is imported until one is read)."""
-    memory = _Memory(facts, cfg, raw_settings)
+    memory = _Memory(cfg, raw_settings)
     # The registry names the function that puts each fact; its loader runs that function.
     loaders = {
         "memory_facts._load": memory.base,

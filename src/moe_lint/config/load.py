@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from moe_lint.bounds import (
     MAX_BYTES,
@@ -39,7 +39,51 @@ class UnsupportedTag(InputError):
 # MAX_BYTES (Bridge configs are tens of kilobytes), MAX_NODES (alias expansion: the
 # billion-laughs guard) and MAX_DEPTH (nesting) live with moe-lint's other bounds in bounds.py.
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: The tag of each plain scalar seen so far (:class:`_Loader`), emptied when it reaches
+#: _PLAIN_TAGS_MAX: a run over thousands of dumps meets about a thousand distinct ones.
+_PLAIN_TAGS: dict[str, str] = {}
+_PLAIN_TAGS_MAX = 4096
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader (libyaml's where present), with the implicit tags of plain scalars
+    remembered.
+
+    Why: the C composer calls the pure-Python ``Resolver.resolve`` for every scalar (one
+    regex match after another on its text) and ``descend_resolver``/``ascend_resolver`` for
+    every node: a third of ``yaml.compose``'s time on a Bridge dump, whose ~1,700 scalars
+    are mostly the same few hundred keys and values as the previous file's. A plain
+    scalar's tag depends on its text alone while no path resolver is registered, so it is
+    looked up by text; the class keeps its own copy of the safe loader's implicit resolvers
+    and no path resolvers, so a resolver added to ``yaml.SafeLoader`` elsewhere in the
+    process cannot make a remembered tag stale, and the descend/ascend bookkeeping, which
+    only path resolvers read, is skipped.
+    """
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[Any]]] = {
+        k: list(v) for k, v in _BaseLoader.yaml_implicit_resolvers.items()
+    }
+    yaml_path_resolvers: ClassVar[dict[Any, Any]] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_PLAIN_TAGS) >= _PLAIN_TAGS_MAX:
+                    _PLAIN_TAGS.clear()
+                _PLAIN_TAGS[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """Nothing to track: the class has no path resolvers."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track: the class has no path resolvers."""
+
 
 PathKey = str | int
 ConfigPath = tuple[PathKey, ...]
@@ -142,6 +186,9 @@ _SCALAR_TAGS = {
 _MAP_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"}
 _SEQ_TAGS = {"tag:yaml.org,2002:seq"}
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
 
 
@@ -217,19 +264,34 @@ class _Builder:
                 f"line {node.start_mark.line + 1}: cannot read scalar: {_first_line(exc)}"
             ) from None
 
-    def build(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> Any:
+    def leaf(self, node: Any, depth: int) -> Any:
+        """A scalar node's value at ``depth``, counted and bounded as :meth:`build` does every
+        node. Strings, nulls and booleans, most of a dump's ~1,700 scalars, are read here
+        without :meth:`scalar`'s number bounds and error handling, which they do not need."""
         self._tick(node)
         if depth > MAX_DEPTH:
-            raise InputError(
-                f"line {node.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels"
+            raise _too_deep(node)
+        tag = node.tag
+        if tag == _STR_TAG:
+            return node.value
+        if tag == _NULL_TAG:
+            return None
+        if tag == _BOOL_TAG:
+            found = self.constructor.bool_values.get(node.value.lower())
+            if found is not None:
+                return found
+        elif tag not in _SCALAR_TAGS:
+            raise UnsupportedTag(
+                f"line {node.start_mark.line + 1}: unsupported YAML tag {bounded_repr(tag)}"
             )
+        return self.scalar(node)
+
+    def build(self, node: Any, path: ConfigPath, depth: int, active: set[int]) -> Any:
         if isinstance(node, yaml.ScalarNode):
-            if node.tag not in _SCALAR_TAGS:
-                raise UnsupportedTag(
-                    f"line {node.start_mark.line + 1}: unsupported YAML tag "
-                    f"{bounded_repr(node.tag)}"
-                )
-            return self.scalar(node)
+            return self.leaf(node, depth)
+        self._tick(node)
+        if depth > MAX_DEPTH:
+            raise _too_deep(node)
         if id(node) in active:
             raise InputError(f"line {node.start_mark.line + 1}: recursive alias")
         active.add(id(node))
@@ -277,20 +339,28 @@ class _Builder:
                     for k, v in value.items():
                         merged.setdefault(k, v)
                 continue
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
-                raise InputError(
-                    f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
-                )
-            key = self.scalar(key_node)
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                raise InputError(f"line {key_node.start_mark.line + 1}: unsupported mapping key")
-            skey = key if isinstance(key, str) else str(key)
+            if key_node.tag == _STR_TAG and type(key_node) is yaml.ScalarNode:
+                skey = key_node.value  # nearly every key, as self.scalar() would read it
+            else:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
+                    raise InputError(
+                        f"line {key_node.start_mark.line + 1}: mapping keys must be plain scalars"
+                    )
+                key = self.scalar(key_node)
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    raise InputError(
+                        f"line {key_node.start_mark.line + 1}: unsupported mapping key"
+                    )
+                skey = key if isinstance(key, str) else str(key)
             child = (*path, skey)
             if skey in out:
                 self.duplicates.append((child, _span(key_node, value_node)))
             self._record(child, key_node, value_node)
             written[child] = (key_node, value_node)
-            out[skey] = self.build(value_node, child, depth + 1, active)
+            if isinstance(value_node, yaml.ScalarNode):  # most values: no build() call
+                out[skey] = self.leaf(value_node, depth + 1)
+            else:
+                out[skey] = self.build(value_node, child, depth + 1, active)
         if merged:
             # A key written in this mapping wins over a merged one, and so does its span; a
             # key only a merge brought in is written elsewhere (engine.spans edits neither).
@@ -305,6 +375,10 @@ class _Builder:
 
     def _record(self, path: ConfigPath, key_node: Any, value_node: Any) -> None:
         self.spans[path] = (key_node, value_node)
+
+
+def _too_deep(node: Any) -> InputError:
+    return InputError(f"line {node.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels")
 
 
 def _span(key_node: Any, value_node: Any) -> Span:

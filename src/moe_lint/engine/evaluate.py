@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from moe_lint.analysis.derive import Facts
@@ -113,8 +114,46 @@ class _Namespace(dict[str, Any]):
         return value
 
 
+def _version_below(ctx: Context, package: str, text: str) -> bool:
+    """``version_below(package, text)`` in an expression: is the version in use (stated, else
+    the newest release) older than ``text``?"""
+    settings = ctx.settings
+    return stated_below(settings.versions if settings is not None else None, package, text)
+
+
+def _version_at_least(ctx: Context, package: str, text: str) -> bool:
+    """``version_at_least(package, text)`` in an expression: not :func:`_version_below`."""
+    return not _version_below(ctx, package, text)
+
+
+def _fact(ctx: Context, name: str, default: Any = None) -> Any:
+    """``fact(name, default)`` in an expression: a derived fact, or ``default`` when it
+    cannot be computed for this file."""
+    ctx.facts.resolve(name)
+    fact = ctx.facts.values.get(name)
+    return default if fact is None or fact.value is None else fact.value
+
+
+def _value(ctx: Context, dotted: str, otherwise: Any = None) -> Any:
+    """``value('section.field', otherwise)`` in an expression (docs/adding-rules.md).
+
+    The field's effective value (config/normalize.py ``Config.value``: written, normalized,
+    else the field table's framework default). ``otherwise`` (None when not given) stands in
+    where there is no value to compute with: the field is UNKNOWN (a recipe decides it in an
+    override file) or null. It is the rule's stated reading of "no value", never a default:
+    a field whose table default is not null gets that default, whatever ``otherwise`` says.
+    """
+    return ctx.config.value_or(dotted, otherwise)
+
+
 class Evaluator:
-    """Evaluates compiled rule expressions against one config's facts and sections."""
+    """Evaluates compiled rule expressions against one config's facts and sections.
+
+    The expression functions that read the file (``value``, ``fact``, ``version_below``...)
+    are bound to the context, not to the evaluator, whose namespace holds them: a reference
+    cycle there kept each file's config, facts and YAML nodes alive until the cyclic
+    collector found them, which scanned them several times first (a tenth of a batch's CPU).
+    """
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -124,10 +163,10 @@ class Evaluator:
         functions["explicit"] = cfg.explicit
         functions["stated"] = cfg.stated
         functions["known"] = cfg.known
-        functions["value"] = self._value
-        functions["fact"] = self._fact
-        functions["version_below"] = self._version_below
-        functions["version_at_least"] = lambda pkg, text: not self._version_below(pkg, text)
+        functions["value"] = partial(_value, ctx)
+        functions["fact"] = partial(_fact, ctx)
+        functions["version_below"] = partial(_version_below, ctx)
+        functions["version_at_least"] = partial(_version_at_least, ctx)
         self.namespace = _Namespace(ctx.facts, {**BASE_NAMESPACE, **functions, **self.base})
         #: Megatron-LM input's own language (flags, ENV_VARS / export), None for Bridge input.
         self.language: Language | None = None
@@ -145,28 +184,6 @@ class Evaluator:
     @locals.setter
     def locals(self, values: dict[str, Any]) -> None:
         self.namespace.locals = values
-
-    def _version_below(self, package: str, text: str) -> bool:
-        """Is the version in use (stated, else the newest release) older than ``text``?"""
-        settings = self.ctx.settings
-        return stated_below(settings.versions if settings is not None else None, package, text)
-
-    def _fact(self, name: str, default: Any = None) -> Any:
-        """A derived fact, or ``default`` when it cannot be computed for this file."""
-        self.ctx.facts.resolve(name)
-        fact = self.ctx.facts.values.get(name)
-        return default if fact is None or fact.value is None else fact.value
-
-    def _value(self, dotted: str, otherwise: Any = None) -> Any:
-        """``value('section.field', otherwise)`` in an expression (docs/adding-rules.md).
-
-        The field's effective value (config/normalize.py ``Config.value``: written, normalized,
-        else the field table's framework default). ``otherwise`` (None when not given) stands in
-        where there is no value to compute with: the field is UNKNOWN (a recipe decides it in an
-        override file) or null. It is the rule's stated reading of "no value", never a default:
-        a field whose table default is not null gets that default, whatever ``otherwise`` says.
-        """
-        return self.ctx.config.value_or(dotted, otherwise)
 
     def eval(self, compiled: Any) -> Any:
         # The code was compiled from a whitelisted AST (expr.py) and runs with no builtins,
