@@ -262,6 +262,9 @@ def test_remembered_tags_are_bounded() -> None:
     for i in range(load._PLAIN_TAGS_MAX + 10):
         assert loader.resolve(yaml.ScalarNode, f"{i}", (True, False)) == "tag:yaml.org,2002:int"
     assert len(load._PLAIN_TAGS) <= load._PLAIN_TAGS_MAX
+    long = "1" * (load._PLAIN_TAG_CHARS + 1)  # a long text is resolved, and not kept alive
+    assert loader.resolve(yaml.ScalarNode, long, (True, False)) == "tag:yaml.org,2002:int"
+    assert long not in load._PLAIN_TAGS
 
 
 def test_built_values_are_safe_load_s() -> None:

@@ -42,9 +42,12 @@ class UnsupportedTag(InputError):
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: The tag of each plain scalar seen so far (:class:`_Loader`), emptied when it reaches
-#: _PLAIN_TAGS_MAX: a run over thousands of dumps meets about a thousand distinct ones.
+#: _PLAIN_TAGS_MAX: a run over thousands of dumps meets about a thousand distinct ones. Only
+#: texts up to _PLAIN_TAG_CHARS are kept, so what stays alive after a file is a few hundred
+#: kilobytes at most, whatever the file held.
 _PLAIN_TAGS: dict[str, str] = {}
 _PLAIN_TAGS_MAX = 4096
+_PLAIN_TAG_CHARS = 64
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
@@ -68,7 +71,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     yaml_path_resolvers: ClassVar[dict[Any, Any]] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is yaml.ScalarNode and implicit[0]:
+        if kind is yaml.ScalarNode and implicit[0] and len(value) <= _PLAIN_TAG_CHARS:
             tag = _PLAIN_TAGS.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)
