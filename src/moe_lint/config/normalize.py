@@ -191,6 +191,8 @@ def untarget(node: Any) -> Any:
                 return replaced
         out: dict[str, Any] | None = None
         for key, value in node.items():
+            if not isinstance(value, dict | list):  # a scalar, as most values: nothing to do
+                continue
             new = untarget(value)
             if new is not value:
                 if out is None:

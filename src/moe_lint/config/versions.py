@@ -167,12 +167,26 @@ def satisfies(version: Version | None, spec: str, package: str | None = None) ->
     if version is None:
         if package is None:
             raise ValueError("satisfies(None, ...) needs the package to pick its newest release")
-        key = package_key(package)
-        if key is not None:
-            plain = _release_satisfies(NEWEST_RELEASED[key], spec)
-            if plain is not None:
-                return plain
-        version = newest_released(package)
+        known = _UNSTATED.get((package, spec))
+        if known is None:
+            known = _UNSTATED[(package, spec)] = _newest_satisfies(package, spec)
+        return known
+    return all(_OPS[op](version, other) for op, other in _clauses(spec))
+
+
+#: :func:`satisfies` with no version stated, by (package, spec): the answer depends on the
+#: release table alone, and every file asks it again of each version-gated rule (a catalogue
+#: has a few dozen gates, so this stays small).
+_UNSTATED: dict[tuple[str, str], bool] = {}
+
+
+def _newest_satisfies(package: str, spec: str) -> bool:
+    key = package_key(package)
+    if key is not None:
+        plain = _release_satisfies(NEWEST_RELEASED[key], spec)
+        if plain is not None:
+            return plain
+    version = newest_released(package)
     return all(_OPS[op](version, other) for op, other in _clauses(spec))
 
 

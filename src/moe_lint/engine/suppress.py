@@ -91,12 +91,7 @@ def parse_suppressions(text: str) -> list[Suppression]:
     if "moe-lint" not in text:  # most files: no line to look at
         return out
     lines = text.splitlines()
-    # The first line at or after each line that is not a comment (own-line suppressions cover
-    # it), computed once from the end: thousands of stacked comments stay linear.
-    next_code: list[int] = [len(lines) + 1] * (len(lines) + 2)
-    for number in range(len(lines), 0, -1):
-        is_comment = lines[number - 1].strip().startswith("#")
-        next_code[number] = next_code[number + 1] if is_comment else number
+    next_code: list[int] | None = None  # only for an own-line suppression (most files: none)
     for number, line in enumerate(lines, start=1):
         if "moe-lint" not in line:
             continue
@@ -109,6 +104,8 @@ def parse_suppressions(text: str) -> list[Suppression]:
         if kind == "disable-file":
             target = 0
         elif own_line:
+            if next_code is None:
+                next_code = _next_code_lines(lines)
             target = next_code[number + 1] if number < len(lines) else number + 1
         else:
             target = number
@@ -119,6 +116,18 @@ def parse_suppressions(text: str) -> list[Suppression]:
                 "file, moe-lint's bound (bounds.MAX_SUPPRESSIONS)"
             )
     return out
+
+
+def _next_code_lines(lines: list[str]) -> list[int]:
+    """The first line at or after each line that is not a comment (own-line suppressions cover
+    it), computed once from the end: thousands of stacked comments stay linear. Only a file
+    with an own-line suppression needs it: a ``# moe-lint: gpus=...`` directive alone does
+    not."""
+    next_code = [len(lines) + 1] * (len(lines) + 2)
+    for number in range(len(lines), 0, -1):
+        is_comment = lines[number - 1].strip().startswith("#")
+        next_code[number] = next_code[number + 1] if is_comment else number
+    return next_code
 
 
 def _block_ends(doc: Document, lines: set[int]) -> dict[int, int]:
