@@ -667,6 +667,49 @@ def test_has_section_is_any_dotted_key_under_it() -> None:
     assert v.has_section("peft")  # asked again: the kept answer
 
 
+def test_values_get_and_flag_take_the_first_key_with_a_value() -> None:
+    """``get``: the first key whose value is not None (0 and False are values), else the
+    default; ``flag``: the same as a truth value."""
+    v = context._Values({"a": None, "b": 0, "c": 2, "d": False})
+    assert v.get("a") is None and v.get("a", default=5) == 5 and v.get("x") is None
+    assert v.get("a", "b") == 0 and v.get("x", "a", "c") == 2
+    assert v.get("x", "y", default=[]) == []
+    assert not v.flag("a") and v.flag("a", default=True) and v.flag("x", "a", default=True)
+    assert not v.flag("b", default=True) and not v.flag("x", "d", default=True)
+    assert v.flag("a", "c") and v.flag("c")
+
+
+def test_alike_ranks_share_their_state_terms() -> None:
+    """One estimate computes a rank's state terms once per stage shape (layer kinds in order,
+    embedding, head, MTP, adapters): each rank's are the terms computed for it alone, in
+    every mode, and the middle ranks of a long pipeline share one set."""
+    import importlib
+
+    est_mod = importlib.import_module("moe_lint.analysis.memory.estimate")
+    states_mod = importlib.import_module("moe_lint.analysis.memory.states")
+
+    cases = [*_LEVER_CONFIGS, (config("deepseek-v3"), facts(tp=2, pp=8, ep=16, world=256))]
+    for values, f in cases:
+        for mode in ("central", "lower", "upper"):
+            ctx = context._context(values, f, MemorySettings(), mode=mode)
+            stages = placement._placement(ctx, f)
+            params = est_mod._layer_params(ctx.arch, ctx.tp)
+            b = states_mod._state_bytes(ctx)
+            memo: dict[Any, Any] = {}
+            for stage in stages:
+                shared = est_mod._rank_state_terms(ctx, stage, params, b, memo=memo)
+                assert shared == est_mod._rank_state_terms(ctx, stage, params, b), (mode, stage)
+            if ctx.pp == 8:
+                # DeepSeek-V3's 61 layers: the first rank (its 3 dense layers, the
+                # embedding), ranks 1-4 (8 MoE layers), ranks 5-6 (7), the last (head, MTP)
+                assert [len(s.layers) for s in stages] == [8, 8, 8, 8, 8, 7, 7, 7]
+                assert len(memo) == 4
+    est = estimate(*cases[-1])
+    held = [[t for t in s.terms if t.kind == "state"] for s in est.stages]
+    assert held[1] == held[2] == held[3] == held[4] and held[5] == held[6]
+    assert held[0] != held[1] != held[5] != held[7]
+
+
 # --- levers -----------------------------------------------------------------------------------
 
 

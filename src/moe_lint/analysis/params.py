@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 
 from moe_lint.config.settings import model_presets
@@ -229,8 +230,10 @@ class Arch:
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
+    @cached_property
     def is_moe(self) -> bool:
+        """Kept on the instance (the memory model asks it for every stage of every estimate;
+        a frozen record's fields, which it reads, never change)."""
         return bool(self.num_moe_experts) and any(ffn == "moe" for _, ffn in self.layers)
 
     @property

@@ -4,6 +4,7 @@ head, loss and MTP (docs/memory-model.md, *Activations*)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from moe_lint.analysis.memory.context import _Ctx, _mixed
 from moe_lint.analysis.memory.placement import _Stage
@@ -362,20 +363,26 @@ def _layer_sizes(
 ) -> tuple[list[float], list[float], list[float]]:
     """Per-layer saved bytes after recompute/offload, the full (pre-recompute) sizes, and
     what selective recompute replays in the layer's backward (full − after recompute)."""
-    modules = _recompute_modules(ctx)
-    kept: list[float] = []
-    full: list[float] = []
-    replayed: list[float] = []
-    # A layer's sizes depend only on its (mixer, ffn) kind and the context's mode: computed
-    # once per kind for all stages, so a stage costs O(layers) dictionary look-ups.
+    modules: list[str] | None = None
+    # A layer's sizes depend only on its (mixer, ffn) kind, whether it is kept in bf16 and
+    # the context's mode: computed once per kind for all stages, so a stage costs O(layers)
+    # dictionary look-ups. The key is the arch's own (mixer, ffn) tuple for a layer not kept
+    # in bf16 (no tuple made per layer), (mixer, ffn, True) for one that is.
     by_kind = ctx.layer_sizes
+    kinds = ctx.arch.layers
     bf16 = _bf16_layers(ctx) if _quantized_bytes(ctx) is not None else set()
+    picked: list[tuple[float, float, float]] = []
     for i in stage.layers:
-        mixer, ffn = ctx.arch.layers[i]
-        kind = (mixer, ffn, i in bf16)
+        kind: tuple[Any, ...] = kinds[i]
+        in_bf16 = i in bf16
+        if in_bf16:
+            kind = (*kind, True)
         sizes = by_kind.get(kind)
         if sizes is None:
-            pieces = layer_pieces(ctx, mixer, ffn, rho, i in bf16)
+            if modules is None:
+                modules = _recompute_modules(ctx)
+            mixer, ffn = kinds[i]
+            pieces = layer_pieces(ctx, mixer, ffn, rho, in_bf16)
             recomputed = _after_recompute(pieces, modules)
             total = sum(pieces.values())
             sizes = (
@@ -384,10 +391,8 @@ def _layer_sizes(
                 total - sum(recomputed.values()),
             )
             by_kind[kind] = sizes
-        full.append(sizes[0])
-        kept.append(sizes[1])
-        replayed.append(sizes[2])
-    return kept, full, replayed
+        picked.append(sizes)
+    return [s[1] for s in picked], [s[0] for s in picked], [s[2] for s in picked]
 
 
 def _activation_terms(ctx: _Ctx, stage: _Stage) -> list[Term]:

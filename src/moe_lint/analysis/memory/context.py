@@ -48,15 +48,25 @@ class _Values:
             found = self._sections[name] = any(map(str.startswith, self.values, repeat(name + ".")))
         return found
 
-    def get(self, *keys: str, default: Any = None) -> Any:
-        for key in keys:
-            value = self.values.get(key)
+    def get(self, key: str, *more: str, default: Any = None) -> Any:
+        """The first of the keys with a value (not None), else ``default``. Asked about a
+        hundred times per stage of every estimate, so the usual single key is looked up
+        without a loop."""
+        value = self.values.get(key)
+        if value is not None:
+            return value
+        for other in more:
+            value = self.values.get(other)
             if value is not None:
                 return value
         return default
 
-    def flag(self, *keys: str, default: bool = False) -> bool:
-        return bool(self.get(*keys, default=default))
+    def flag(self, key: str, *more: str, default: bool = False) -> bool:
+        """:meth:`get` as a truth value."""
+        value = self.values.get(key)
+        if value is None:
+            value = self.get(key, *more, default=default) if more else default
+        return bool(value)
 
 
 @record
@@ -89,10 +99,9 @@ class _Ctx:
     #: The GPU type (data/gpus.yaml key, derive's gpu_name) when known: the allocator overhead
     #: is fitted per GPU (allocator.py).
     gpu: str | None = None
-    #: Per-layer sizes by layer kind, shared by every stage of one mode (activations.py).
-    layer_sizes: dict[tuple[str, str, bool], tuple[float, float, float]] = field(
-        default_factory=dict
-    )
+    #: Per-layer sizes by layer kind, shared by every stage of one mode (activations.py:
+    #: ``(mixer, ffn)``, or ``(mixer, ffn, True)`` for a layer kept in bf16).
+    layer_sizes: dict[tuple[Any, ...], tuple[float, float, float]] = field(default_factory=dict)
 
     def note(self, text: str) -> None:
         if text not in self.assumptions:

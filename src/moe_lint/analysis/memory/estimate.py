@@ -68,6 +68,10 @@ def _reused(reuse: Reuse | None, kind: str, ctx: _Ctx, rank: int,
     return cast(_T, found)
 
 
+#: One estimate's state terms in one mode, by what they are computed from (_rank_state_terms).
+_StateMemo = dict[tuple[Any, ...], list[Term]]
+
+
 class _Shared:
     """What every stage of one estimate shares, each computed when a stage first asks (in the
     order the first stage asks, so the context's notes keep their order): the bytes per
@@ -77,6 +81,8 @@ class _Shared:
     def __init__(self, ctx: _Ctx, reuse: Reuse | None) -> None:
         self.ctx = ctx
         self.reuse = reuse
+        #: State terms by (stage shape, adapters): :func:`_rank_state_terms`.
+        self.states: _StateMemo = {}
 
     @cached_property
     def bytes(self) -> _Bytes:
@@ -109,8 +115,8 @@ def _stage_estimate(
     The load phase (a resumed run's optimizer-state load, before the first step) counts because
     the allocator's peak counter runs from process start (Bridge reports max_allocated)."""
     states = _reused(reuse, "state", ctx, stage.rank,
-                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes,
-                                               reuse))  # fmt: skip
+                     lambda: _rank_state_terms(ctx, stage, params, shared.bytes, reuse,
+                                               shared.states))  # fmt: skip
     terms = states + _reused(reuse, "activation", ctx, stage.rank,
                              lambda: _activation_terms(ctx, stage))  # fmt: skip
     graph = _graph_term(ctx, stage)
@@ -166,10 +172,29 @@ def _stage_estimate(
 
 
 def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...], b: _Bytes,
-                      reuse: Reuse | None = None) -> list[Term]:  # fmt: skip
-    """Weights, gradients and optimizer states of one rank (and its step/load copies)."""
+                      reuse: Reuse | None = None, memo: _StateMemo | None = None,
+                      ) -> list[Term]:  # fmt: skip
+    """Weights, gradients and optimizer states of one rank (and its step/load copies).
+
+    With ``memo`` (one estimate's, in one mode: :class:`_Shared`), a rank that holds the same
+    layer kinds in the same order, the same embedding, head and MTP depths and the same
+    adapters as a rank before it gets that rank's terms: they are computed from nothing else
+    (the parameter counts are per layer kind, params.count_params; the terms name no rank),
+    and the middle ranks of a pipeline are alike."""
+    adapters = _peft_adapters(ctx, stage)
+    key = None
+    if memo is not None:
+        kinds = ctx.arch.layers
+        key = (tuple([kinds[i] for i in stage.layers]), stage.embedding, stage.head, stage.mtp,
+               adapters)  # fmt: skip
+        found = memo.get(key)
+        if found is not None:
+            return found
     rp = _reused(reuse, "params", ctx, stage.rank, lambda: _rank_params(ctx, stage, params))
-    return _state_terms(ctx, rp, b, _peft_adapters(ctx, stage))
+    terms = _state_terms(ctx, rp, b, adapters)
+    if key is not None and memo is not None:
+        memo[key] = terms
+    return terms
 
 
 def states_lower_bound(
@@ -199,6 +224,9 @@ def states_lower_bound(
     return sum(t.gib for t in terms if t.kind == "state")
 
 
+#: Values that are never a mapping: tested before the slower ``Mapping`` ABC check.
+_PLAIN = (str, int, float, list, type(None))
+
 _SECTIONS = ("model", "train", "optimizer", "ddp", "mixed_precision", "dist", "dataset",
              "env_vars", "peft", "checkpoint")  # fmt: skip
 
@@ -216,9 +244,12 @@ def values_from_config(cfg: Any) -> dict[str, Any]:
     for section in _SECTIONS:
         raw = cfg.raw.get(section)
         if isinstance(raw, Mapping):
-            out.update({f"{section}.{k}": v for k, v in raw.items()
-                        if (not isinstance(v, Mapping) or "_target_" in v)
-                        and f"{section}.{k}" not in refused})  # fmt: skip
+            for k, v in raw.items():  # a dump's ~600 values: the plain ones tested first
+                if not isinstance(v, _PLAIN) and isinstance(v, Mapping) and "_target_" not in v:
+                    continue
+                dotted = f"{section}.{k}"
+                if dotted not in refused:
+                    out[dotted] = v
         elif raw is not None:
             out[section] = raw
     out.update({k: v for k, v in cfg.values.items() if k not in cfg.unknown and v is not None})

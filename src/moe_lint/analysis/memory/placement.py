@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from moe_lint.analysis.memory.context import _Ctx
@@ -22,8 +22,12 @@ class _Stage:
     head: bool = False
     mtp: int = 0
 
-    @property
+    @cached_property
     def layers(self) -> list[int]:
+        """Every layer of the rank, chunk by chunk. Kept on the instance once read (the memory
+        model reads it several times a stage, and the stages of a split are shared between
+        estimates): :func:`_rank_stages` fills ``chunks`` before anything reads it, and nothing
+        changes them after."""
         return [i for chunk in self.chunks for i in chunk]
 
 
