@@ -410,3 +410,39 @@ def test_choose_accepts_pep440_versions() -> None:
 
     b, m = bridge_classes.choose({"bridge": Version("0.4.0rc1"), "megatron-core": Version("0.17")})
     assert (b.release, m.release) == ("0.4.2", "0.17.1")
+
+
+def _hints(catalogue: Catalogue, text: str) -> list[str]:
+    """The SCH001 messages for ``text``."""
+    chosen = Settings(select=["SCH001"])
+    result = lint_text(text, catalogue, chosen, [], {}, path="x.yaml")
+    assert result.error is None, result.error
+    return [f.message for f in result.findings]
+
+
+def test_did_you_mean_answers_are_kept_for_the_process(
+    catalogue: Catalogue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of configs copied from one another repeats the same misspelt keys: the "did you
+    mean" search (difflib over a section's field names) is made once per key and section, the
+    answer the same as a fresh search's; long keys are not kept, and the memory is bounded."""
+    from moe_lint.config import known_keys
+
+    monkeypatch.setattr(known_keys, "_CLOSEST", {})
+    text = "model:\n  context_paralel_size: 2\n  zz_nothing_like_it: 1\n"
+    first = _hints(catalogue, text)
+    assert any("did you mean 'model.context_parallel_size'?" in m for m in first), first
+    kept = dict(known_keys._CLOSEST)
+    assert {key for key, _ in kept} == {"context_paralel_size", "zz_nothing_like_it"}
+    assert sorted(kept.values(), key=str) == [None, "context_parallel_size"]
+    assert _hints(catalogue, text) == first  # answered from the memory
+    known_keys._CLOSEST.clear()
+    assert _hints(catalogue, text) == first  # and a fresh search agrees
+
+    long_key = "z" * (known_keys._MEMO_KEY_CHARS + 1)
+    known_keys._CLOSEST.clear()
+    _hints(catalogue, f"model:\n  {long_key}: 1\n")
+    assert known_keys._CLOSEST == {}
+    monkeypatch.setattr(known_keys, "_CLOSEST_MAX", 1)
+    _hints(catalogue, text)
+    assert len(known_keys._CLOSEST) == 1

@@ -49,6 +49,15 @@ class KeyProblem:
     text: str
 
 
+#: "Did you mean" answers by (key, the names searched), for the process: a difflib pass over
+#: a section's hundreds of field names costs about a millisecond, and a batch of configs
+#: copied from one another repeats the same unknown keys in the same sections. Only keys of
+#: up to _MEMO_KEY_CHARS characters are kept, and at most _CLOSEST_MAX answers.
+_CLOSEST: dict[tuple[str, frozenset[str]], str | None] = {}
+_CLOSEST_MAX = 1024
+_MEMO_KEY_CHARS = 128
+
+
 def _is_object_ref(value: dict[Any, Any]) -> bool:
     return "_target_" in value and bool(_MARKERS & set(value))
 
@@ -143,15 +152,16 @@ class KeyWalk:
         names = view.union(classes)
         for key, value in node.items():
             name = str(key)
-            if name == "_target_":
-                continue
-            dotted = f"{path}.{name}"
             if name not in names:
+                if name == "_target_":
+                    continue
+                dotted = f"{path}.{name}"
                 if not self._extra(dotted):
                     self._unknown_field(dotted, path, name, names, classes, unknown_target, exact)
                 continue
-            if not isinstance(value, dict) or _is_object_ref(value):
+            if not isinstance(value, dict) or _is_object_ref(value) or name == "_target_":
                 continue
+            dotted = f"{path}.{name}"
             if any(view.admits_mapping(c, name) for c in classes):
                 continue
             target = value.get("_target_")
@@ -227,7 +237,16 @@ class KeyWalk:
         if self.suggestions_left <= 0:
             return None
         self.suggestions_left -= 1
-        return closest(key, sorted(names))
+        pool = names if isinstance(names, frozenset) else frozenset(names)
+        if len(key) > _MEMO_KEY_CHARS:
+            return closest(key, sorted(pool))
+        memo_key = (key, pool)
+        if memo_key in _CLOSEST:
+            return _CLOSEST[memo_key]
+        if len(_CLOSEST) >= _CLOSEST_MAX:
+            _CLOSEST.clear()
+        found = _CLOSEST[memo_key] = closest(key, sorted(pool))
+        return found
 
     def _elsewhere(self, path: str, key: str) -> str | None:
         if "." in path:
