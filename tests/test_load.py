@@ -143,6 +143,27 @@ def test_deep_text_composes_every_document() -> None:
         parse_text("x: 1\n---\nmodel: {}\n---\nz: 2\n")
 
 
+def test_builder_counts_every_node() -> None:
+    """The node count the alias bound (MAX_NODES) is held to: every key and every value,
+    strings included (the mapping loop reads those itself), collections and list items."""
+    from moe_lint.config.load import _Builder, compose
+
+    builder = _Builder()
+    data = builder.build(compose("a: {b: x, c: [1, y]}\nd: &s text\ne: *s\n")[0], (), 0, set())
+    assert data == {"a": {"b": "x", "c": [1, "y"]}, "d": "text", "e": "text"}
+    # root, a, {…}, b, x, c, […], 1, y, d, text, e, text
+    assert builder.visited == 13
+
+
+def test_string_aliases_are_bounded() -> None:
+    """The billion laughs written with mappings of strings (the builder's inlined path)."""
+    lines = ["a0: &a0 {" + ", ".join(f"k{j}: xxxxxxxx" for j in range(10)) + "}"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} {{" + ", ".join(f"k{j}: *a{i - 1}" for j in range(10)) + "}")
+    with pytest.raises(InputError, match="alias expansion exceeds"):
+        parse_text("\n".join(lines) + "\n")
+
+
 def test_billion_laughs_is_bounded() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 9):
