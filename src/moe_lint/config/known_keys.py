@@ -152,14 +152,14 @@ class KeyWalk:
         names = view.union(classes)
         for key, value in node.items():
             name = str(key)
+            if name == "_target_":
+                continue
             if name not in names:
-                if name == "_target_":
-                    continue
                 dotted = f"{path}.{name}"
                 if not self._extra(dotted):
                     self._unknown_field(dotted, path, name, names, classes, unknown_target, exact)
                 continue
-            if not isinstance(value, dict) or _is_object_ref(value) or name == "_target_":
+            if not isinstance(value, dict) or _is_object_ref(value):
                 continue
             dotted = f"{path}.{name}"
             if any(view.admits_mapping(c, name) for c in classes):

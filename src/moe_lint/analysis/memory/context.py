@@ -65,7 +65,7 @@ class _Values:
         """:meth:`get` as a truth value."""
         value = self.values.get(key)
         if value is None:
-            value = self.get(key, *more, default=default) if more else default
+            value = self.get(*more, default=default) if more else default
         return bool(value)
 
 

@@ -182,19 +182,20 @@ def _rank_state_terms(ctx: _Ctx, stage: _Stage, params: tuple[LayerParams, ...],
     (the parameter counts are per layer kind, params.count_params; the terms name no rank),
     and the middle ranks of a pipeline are alike."""
     adapters = _peft_adapters(ctx, stage)
-    key = None
-    if memo is not None:
-        kinds = ctx.arch.layers
-        key = (tuple([kinds[i] for i in stage.layers]), stage.embedding, stage.head, stage.mtp,
-               adapters)  # fmt: skip
-        found = memo.get(key)
-        if found is not None:
-            return found
-    rp = _reused(reuse, "params", ctx, stage.rank, lambda: _rank_params(ctx, stage, params))
-    terms = _state_terms(ctx, rp, b, adapters)
-    if key is not None and memo is not None:
-        memo[key] = terms
-    return terms
+
+    def compute() -> list[Term]:
+        rp = _reused(reuse, "params", ctx, stage.rank, lambda: _rank_params(ctx, stage, params))
+        return _state_terms(ctx, rp, b, adapters)
+
+    if memo is None:
+        return compute()
+    kinds = ctx.arch.layers
+    key = (tuple([kinds[i] for i in stage.layers]), stage.embedding, stage.head, stage.mtp,
+           adapters)  # fmt: skip
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = compute()
+    return found
 
 
 def states_lower_bound(
